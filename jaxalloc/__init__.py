@@ -1,0 +1,1 @@
+"""jaxalloc: static buffer assignment for JAX programs with the NNC allocator."""
