@@ -1,0 +1,13 @@
+"""Errors that name a problem with the user's input; the CLI prints them as one line."""
+
+
+class JaxallocError(Exception):
+    """Base of every error jaxalloc raises about its input (never about its own bugs)."""
+
+
+class UnsupportedProgramError(JaxallocError):
+    """The JAX program cannot be converted or planned (dynamic shapes, non-array arguments, ...)."""
+
+
+class TraceFormatError(JaxallocError):
+    """A lifetime trace file is malformed; the message names the file and line."""
