@@ -1,0 +1,152 @@
+"""`jaxalloc.planned`: the user's entry point, shaped like `jax.jit`.
+
+Like `jax.jit`, a planned function traces once per input signature (pytree structure,
+shapes, dtypes, weak types) and caches what it built for that signature.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, overload
+
+import jax
+import numpy as np
+from jax._src import core
+from xdsl.dialects.builtin import ModuleOp
+
+from jaxalloc.errors import UnsupportedProgramError
+from jaxalloc.frontend import Converted, convert
+from jaxalloc.interpreter import make_interpreter
+
+MODES = ("eager",)
+
+_DATA_DEPENDENT = (
+    jax.errors.ConcretizationTypeError,
+    jax.errors.NonConcreteBooleanIndexError,
+    jax.errors.TracerArrayConversionError,
+    jax.errors.TracerBoolConversionError,
+    jax.errors.TracerIntegerConversionError,
+)
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What the last call of a planned function did."""
+
+    mode: str
+    ops: int
+    """Ops interpreted, the ops of every loop round counted."""
+    seconds: float
+    arena_bytes: int = 0
+    copied_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class _Traced:
+    closed_jaxpr: core.ClosedJaxpr
+    out_tree: Any
+    converted: Converted
+
+
+class _OpCounter:
+    """Interpreter listener counting the ops run."""
+
+    def __init__(self):
+        self.ops = 0
+
+    def will_interpret_op(self, op, args) -> None:
+        self.ops += 1
+
+    def did_interpret_op(self, op, results) -> None:
+        pass
+
+
+def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return leaf
+    if isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)):
+        aval = jax.typeof(leaf)
+        return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
+    raise UnsupportedProgramError(
+        f"argument {jax.tree_util.keystr(path) or '(top level)'} is a {type(leaf).__name__}, "
+        "not an array; pass arrays or Python scalars (close over other values, or use functools.partial)"
+    )
+
+
+def _signature(args, kwargs) -> tuple[Any, tuple[jax.ShapeDtypeStruct, ...]]:
+    leaves, treedef = jax.tree_util.tree_flatten_with_path((args, kwargs))
+    return treedef, tuple(_abstract(path, leaf) for path, leaf in leaves)
+
+
+class Planned:
+    """A function planned by jaxalloc; call it like the original function."""
+
+    def __init__(self, fun: Callable, mode: str = "eager"):
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self.mode = mode
+        self.last_run: RunStats | None = None
+        self._cache: dict[Any, _Traced] = {}
+
+    def _traced(self, args, kwargs) -> _Traced:
+        treedef, avals = _signature(args, kwargs)
+        key = (treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals))
+        traced = self._cache.get(key)
+        if traced is None:
+            traced = self._cache[key] = self._trace(treedef, avals)
+        return traced
+
+    def _trace(self, treedef, avals) -> _Traced:
+        def flat_fun(*flat):
+            args, kwargs = jax.tree_util.tree_unflatten(treedef, flat)
+            return self._fun(*args, **kwargs)
+
+        name = getattr(self._fun, "__name__", "main")
+        try:
+            closed, out_shape = jax.make_jaxpr(flat_fun, return_shape=True)(*avals)
+        except _DATA_DEPENDENT as e:
+            first_line = str(e).strip().splitlines()[0]
+            raise UnsupportedProgramError(
+                f"{name} cannot be planned: a shape or Python control flow depends on input values "
+                f"({type(e).__name__}: {first_line}). Give data-dependent ops a static size "
+                "(e.g. jnp.nonzero(x, size=N)) and use lax.cond / lax.while_loop for control flow."
+            ) from None
+        out_tree = jax.tree_util.tree_structure(out_shape)
+        func_name = name if name.isidentifier() else "main"
+        return _Traced(closed, out_tree, convert(closed, func_name))
+
+    def trace(self, *args, **kwargs) -> core.ClosedJaxpr:
+        """The ClosedJaxpr this function traces to for these arguments."""
+        return self._traced(args, kwargs).closed_jaxpr
+
+    def lower(self, *args, **kwargs) -> ModuleOp:
+        """The jx module (before planning) for these arguments; arguments may be ShapeDtypeStructs."""
+        return self._traced(args, kwargs).converted.module
+
+    def __call__(self, *args, **kwargs):
+        traced = self._traced(args, kwargs)
+        flat = [leaf for leaf in jax.tree_util.tree_leaves((args, kwargs))]
+        counter = _OpCounter()
+        interpreter = make_interpreter(traced.converted.module, traced.converted.table, [counter])
+        start = time.perf_counter()
+        outputs = interpreter.call_op(traced.converted.func.sym_name.data, tuple(flat))
+        self.last_run = RunStats(self.mode, counter.ops, time.perf_counter() - start)
+        return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
+
+
+@overload
+def planned(fun: Callable, /, *, mode: str = "eager") -> Planned: ...
+@overload
+def planned(fun: None = None, /, *, mode: str = "eager") -> Callable[[Callable], Planned]: ...
+
+
+def planned(fun: Callable | None = None, /, *, mode: str = "eager"):
+    """Plan `fun`'s memory and run it op by op; use as `@planned` or `@planned(mode=...)`."""
+    if fun is None:
+        return functools.partial(planned, mode=mode)
+    return Planned(fun, mode=mode)

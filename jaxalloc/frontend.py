@@ -1,0 +1,311 @@
+"""jaxpr -> jx: a ClosedJaxpr becomes a module with one `jx.func`.
+
+Call-like primitives (jit, remat, custom_jvp/vjp calls, closed_call) are inlined, so the
+planner sees every intermediate. `scan` and `while` become `jx.while`, `cond` becomes
+`jx.case`; every other primitive, higher-order or not, is one opaque `jx.prim` bound whole.
+The small glue a scan needs (counter, `xs[i]`, `ys[i] = y`) is traced from `jax.lax` so it
+binds exactly as JAX would.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+from jax import lax
+from jax._src import core
+from xdsl.builder import Builder, InsertPoint
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Region, SSAValue
+
+from jaxalloc.dialects import jx
+from jaxalloc.errors import UnsupportedProgramError
+from jaxalloc.types import dtype_of, tensor_type
+
+_INLINED_JAXPR_PARAM = {
+    "jit": "jaxpr",
+    "pjit": "jaxpr",
+    "closed_call": "call_jaxpr",
+    "core_call": "call_jaxpr",
+    "checkpoint": "jaxpr",
+    "remat": "jaxpr",
+    "custom_jvp_call": "call_jaxpr",
+    "custom_vjp_call": "call_jaxpr",
+    "custom_vjp_call_jaxpr": "fun_jaxpr",
+    "custom_lin": None,
+}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What `jx.prim` binds: the primitive and its parameters as JAX's own evaluator passes them."""
+
+    primitive: core.Primitive
+    params: dict[str, Any]
+
+    def bind(self, *args):
+        out = self.primitive.bind(*args, **self.primitive.get_bind_params(self.params))
+        return tuple(out) if self.primitive.multiple_results else (out,)
+
+
+@dataclass
+class BindTable:
+    """The side table behind the IR: keys of `jx.prim` and `jx.const` index `entries`."""
+
+    entries: list[Any] = field(default_factory=list)
+
+    def add(self, entry: Any) -> int:
+        self.entries.append(entry)
+        return len(self.entries) - 1
+
+    def __getitem__(self, key: int) -> Any:
+        return self.entries[key]
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A converted function: the module and the side table its keys point into."""
+
+    module: ModuleOp
+    table: BindTable
+
+    @property
+    def func(self) -> jx.FuncOp:
+        return next(op for op in self.module.ops if isinstance(op, jx.FuncOp))
+
+
+def convert(closed: core.ClosedJaxpr, name: str = "main") -> Converted:
+    """Convert a ClosedJaxpr to a module holding one `jx.func` named `name`."""
+    table = BindTable()
+    inputs = [tensor_type(v.aval) for v in closed.jaxpr.invars]
+    outputs = [tensor_type(v.aval) for v in closed.jaxpr.outvars]
+    func = jx.FuncOp(name, inputs, outputs)
+    converter = _Converter(table, core.JaxprPpContext())
+    block = func.body.block
+    converter.name_all(block.args, closed.jaxpr.invars)
+    results = converter.inline(block, closed.jaxpr, closed.consts, list(block.args))
+    Builder(InsertPoint.at_end(block)).insert(jx.YieldOp(*results))
+    return Converted(ModuleOp([func]), table)
+
+
+def _printable(value: Any) -> str:
+    if isinstance(value, (core.Jaxpr, core.ClosedJaxpr)):
+        jaxpr = value.jaxpr if isinstance(value, core.ClosedJaxpr) else value
+        return f"<jaxpr with {len(jaxpr.eqns)} equations>"
+    if isinstance(value, tuple) and any(isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) for v in value):
+        return "(" + ", ".join(_printable(v) for v in value) + ")"
+    if isinstance(value, np.dtype) or isinstance(value, type):
+        return getattr(value, "name", None) or value.__name__
+    if callable(value):
+        return getattr(value, "__name__", type(value).__name__)
+    text = str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _const_text(value: Any) -> str | None:
+    """A short rendering of small constants, shown in the IR for the reader."""
+    try:
+        array = np.asarray(value)
+    except Exception:
+        return None
+    if array.dtype == object or array.size > 4:
+        return None
+    return np.array2string(array, separator=", ") if array.ndim else repr(array.item())
+
+
+@dataclass
+class _Converter:
+    table: BindTable
+    names: core.JaxprPpContext
+
+    def name_all(self, values: Sequence[SSAValue], variables: Sequence[Any]) -> None:
+        for value, var in zip(values, variables, strict=True):
+            if isinstance(var, core.Var) and not isinstance(var, core.DropVar):
+                value.name_hint = str(core.pp_var(var, self.names, print_literal_dtype=False))
+
+    def const(self, block: Block, value: Any, aval) -> SSAValue:
+        op = jx.ConstOp(self.table.add(value), tensor_type(aval), _const_text(value))
+        Builder(InsertPoint.at_end(block)).insert(op)
+        return op.res
+
+    def inline(self, block: Block, jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[SSAValue]) -> list[SSAValue]:
+        """Emit `jaxpr`'s equations at the end of `block`; return the values of its outputs."""
+        env: dict[core.Var, SSAValue] = {}
+        for var, value in zip(jaxpr.constvars, consts, strict=True):
+            env[var] = self.const(block, value, var.aval)
+            self.name_all([env[var]], [var])
+        env.update(zip(jaxpr.invars, args, strict=True))
+
+        def read(atom) -> SSAValue:
+            if isinstance(atom, core.Literal):
+                return self.const(block, atom.val, atom.aval)
+            return env[atom]
+
+        for eqn in jaxpr.eqns:
+            results = self.equation(block, eqn, [read(a) for a in eqn.invars])
+            self.name_all(results, eqn.outvars)
+            env.update((v, r) for v, r in zip(eqn.outvars, results, strict=True) if not isinstance(v, core.DropVar))
+        return [read(v) for v in jaxpr.outvars]
+
+    def equation(self, block: Block, eqn: core.JaxprEqn, args: list[SSAValue]) -> Sequence[SSAValue]:
+        name = eqn.primitive.name
+        inner = _INLINED_JAXPR_PARAM.get(name)
+        if inner is not None and inner in eqn.params:
+            return self.inline_call(block, eqn.params[inner], args)
+        if name == "scan":
+            return self.scan(block, eqn, args)
+        if name == "while":
+            return self.while_loop(block, eqn, args)
+        if name == "cond":
+            return self.cond(block, eqn, args)
+        return self.prim(block, eqn.primitive, eqn.params, args, [v.aval for v in eqn.outvars])
+
+    def prim(self, block: Block, primitive, params, args, out_avals) -> Sequence[SSAValue]:
+        key = self.table.add(Binding(primitive, dict(params)))
+        printable = {k: _printable(v) for k, v in params.items()}
+        op = jx.PrimOp(primitive.name, key, args, [tensor_type(a) for a in out_avals], printable)
+        Builder(InsertPoint.at_end(block)).insert(op)
+        return op.results
+
+    def inline_call(self, block: Block, callee, args: Sequence[SSAValue]) -> list[SSAValue]:
+        if isinstance(callee, core.ClosedJaxpr):
+            return self.inline(block, callee.jaxpr, callee.consts, args)
+        return self.inline(block, callee, (), args)
+
+    def glue(self, block: Block, fn: Callable, *args: SSAValue, **static) -> list[SSAValue]:
+        """Inline the jaxpr of a small jax.lax helper applied to `args`."""
+        closed = _glue_jaxpr(fn, tuple(_aval_of(a) for a in args), tuple(sorted(static.items())))
+        return self.inline(block, closed.jaxpr, closed.consts, args)
+
+    def region(self, arg_types, emit: Callable[[Block], Sequence[SSAValue]]) -> Region:
+        block = Block(arg_types=arg_types)
+        results = emit(block)
+        Builder(InsertPoint.at_end(block)).insert(jx.YieldOp(*results))
+        return Region(block)
+
+    def while_loop(self, block: Block, eqn: core.JaxprEqn, args: list[SSAValue]) -> Sequence[SSAValue]:
+        p = eqn.params
+        cond_consts, rest = args[: p["cond_nconsts"]], args[p["cond_nconsts"] :]
+        body_consts, inits = rest[: p["body_nconsts"]], rest[p["body_nconsts"] :]
+        types = [v.type for v in inits]
+        cond_jaxpr, body_jaxpr = p["cond_jaxpr"], p["body_jaxpr"]
+
+        def cond(b: Block):
+            self.name_all(b.args, cond_jaxpr.jaxpr.invars[len(cond_consts) :])
+            return self.inline_call(b, cond_jaxpr, [*cond_consts, *b.args])
+
+        def body(b: Block):
+            self.name_all(b.args, body_jaxpr.jaxpr.invars[len(body_consts) :])
+            return self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
+
+        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body))
+        Builder(InsertPoint.at_end(block)).insert(op)
+        return op.results
+
+    def scan(self, block: Block, eqn: core.JaxprEqn, args: list[SSAValue]) -> Sequence[SSAValue]:
+        """scan as a counted loop: round i reads xs[i] and writes ys[i] into a carried stacked buffer."""
+        p = eqn.params
+        length, reverse, body_jaxpr = p["length"], p["reverse"], p["jaxpr"]
+        consts = args[: p["num_consts"]]
+        carry_init = args[p["num_consts"] : p["num_consts"] + p["num_carry"]]
+        xs = args[p["num_consts"] + p["num_carry"] :]
+        ys_avals = [v.aval for v in eqn.outvars[p["num_carry"] :]]
+
+        counter = self.const(block, np.int32(0), core.ShapedArray((), np.int32))
+        counter.name_hint = "i"
+        ys_init = [self.glue(block, _zeros, aval=aval)[0] for aval in ys_avals]
+        inits = [counter, *carry_init, *ys_init]
+        types = [v.type for v in inits]
+
+        def cond(b: Block):
+            return self.glue(b, _less_than, b.args[0], bound=length)
+
+        def body(b: Block):
+            i, carry, ys = b.args[0], list(b.args[1 : 1 + len(carry_init)]), list(b.args[1 + len(carry_init) :])
+            i.name_hint = "i"
+            self.name_all(carry, body_jaxpr.jaxpr.invars[len(consts) : len(consts) + len(carry)])
+            index = self.glue(b, _reversed_index, i, length=length)[0] if reverse else i
+            x_t = [self.glue(b, _read_row, x, index)[0] for x in xs]
+            outs = self.inline_call(b, body_jaxpr, [*consts, *carry, *x_t])
+            new_carry, y_t = outs[: len(carry)], outs[len(carry) :]
+            new_ys = [self.glue(b, _write_row, y, row, index)[0] for y, row in zip(ys, y_t, strict=True)]
+            return [self.glue(b, _increment, i)[0], *new_carry, *new_ys]
+
+        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body))
+        Builder(InsertPoint.at_end(block)).insert(op)
+        return op.results[1:]
+
+    def cond(self, block: Block, eqn: core.JaxprEqn, args: list[SSAValue]) -> Sequence[SSAValue]:
+        index, operands = args[0], args[1:]
+        types = [tensor_type(v.aval) for v in eqn.outvars]
+        branches = [
+            self.region([], functools.partial(self.inline_call, callee=branch, args=operands))
+            for branch in eqn.params["branches"]
+        ]
+        op = jx.CaseOp(index, types, branches)
+        Builder(InsertPoint.at_end(block)).insert(op)
+        return op.results
+
+
+def _aval_of(value: SSAValue) -> jax.ShapeDtypeStruct:
+    shape = tuple(value.type.get_shape())
+    element = value.type.element_type
+    if isinstance(element, jx.KeyType):
+        return jax.ShapeDtypeStruct(shape, jax.random.key(0, impl=element.impl.data).dtype)
+    return jax.ShapeDtypeStruct(shape, dtype_of(element))
+
+
+@functools.lru_cache(maxsize=None)
+def _glue_jaxpr(fn: Callable, avals: tuple, static: tuple) -> core.ClosedJaxpr:
+    return jax.make_jaxpr(functools.partial(fn, **dict(static)))(*avals)
+
+
+def _zeros(*, aval):
+    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
+        impl = aval.dtype._impl
+        data = lax.full((*aval.shape, *impl.key_shape), 0, np.uint32)
+        return jax.random.wrap_key_data(data, impl=impl.name)
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def _less_than(i, *, bound):
+    return i < bound
+
+
+def _increment(i):
+    return i + np.int32(1)
+
+
+def _reversed_index(i, *, length):
+    return np.int32(length - 1) - i
+
+
+def _row_start(xs, i) -> tuple:
+    return (i, *[np.int32(0)] * (xs.ndim - 1))
+
+
+def _read_row(xs, i):
+    """xs[i] for 0 <= i < len(xs): the counter is in range, so no index wrapping is traced."""
+    row = lax.dynamic_slice_p.bind(xs, *_row_start(xs, i), slice_sizes=(1, *xs.shape[1:]))
+    return lax.reshape(row, xs.shape[1:])
+
+
+def _write_row(ys, y, i):
+    """ys[i] = y in place (the stacked buffer is the operand that dies here)."""
+    return lax.dynamic_update_slice_p.bind(ys, lax.reshape(y, (1, *y.shape)), *_row_start(ys, i))
+
+
+def parse_module(text: str) -> ModuleOp:
+    """Parse jx IR text (as printed) back into a module."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.parser import Parser
+
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    ctx.load_dialect(jx.JX)
+    return Parser(ctx, text).parse_module()

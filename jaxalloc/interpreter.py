@@ -1,0 +1,88 @@
+"""Runs a jx module op by op on jax arrays (eager mode), releasing each value after its last use.
+
+xDSL's own region runner keeps every SSA value of a region alive until the region
+returns; for a memory planner that would be a lie about memory, so blocks are run here
+with an environment that drops each value at its last use (see `liveness.last_uses`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    impl_callable,
+    register_impls,
+)
+from xdsl.ir import Block, SSAValue
+
+from jaxalloc.dialects import jx
+from jaxalloc.frontend import BindTable
+from jaxalloc.liveness import last_uses
+
+
+@register_impls
+@dataclass
+class JxFunctions(InterpreterFunctions):
+    """Implementations of the jx ops over jax arrays; `table` holds what `jx.prim` binds."""
+
+    table: BindTable
+    _env: dict[SSAValue, Any] = field(default_factory=dict)
+    _dying: dict[Block, list[list[SSAValue]]] = field(default_factory=dict)
+
+    def run_block(self, interpreter: Interpreter, block: Block, args: PythonValues) -> PythonValues:
+        """Run `block` to its `jx.yield` and return the yielded values."""
+        env = self._env
+        env.update(zip(block.args, args, strict=True))
+        dying = self._dying.get(block)
+        if dying is None:
+            dying = self._dying[block] = last_uses(block)
+        for op, dead in zip(block.ops, dying):
+            inputs = tuple(env[v] for v in op.operands)
+            if isinstance(op, jx.YieldOp):
+                results = inputs
+            else:
+                env.update(zip(op.results, interpreter.run_op(op, inputs)))
+            for value in dead:
+                env.pop(value, None)
+        return results
+
+    @impl_callable(jx.FuncOp)
+    def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        self._env = {}
+        try:
+            return self.run_block(interpreter, op.body.block, args)
+        finally:
+            self._env = {}
+
+    @impl(jx.PrimOp)
+    def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
+        return self.table[op.key.data].bind(*args)
+
+    @impl(jx.ConstOp)
+    def run_const(self, interpreter: Interpreter, op: jx.ConstOp, args: PythonValues) -> PythonValues:
+        return (self.table[op.key.data],)
+
+    @impl(jx.WhileOp)
+    def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
+        state = args
+        while bool(self.run_block(interpreter, op.cond.block, state)[0]):
+            state = self.run_block(interpreter, op.body.block, state)
+        return state
+
+    @impl(jx.CaseOp)
+    def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
+        branch = min(max(int(args[0]), 0), len(op.branches) - 1)
+        return self.run_block(interpreter, op.branches[branch].block, ())
+
+
+def make_interpreter(module: ModuleOp, table: BindTable, listeners=()) -> Interpreter:
+    """An xDSL interpreter for a converted module, ready for `call_op(name, args)`."""
+    interpreter = Interpreter(module, listeners=tuple(listeners))
+    interpreter.register_implementations(JxFunctions(table))
+    return interpreter

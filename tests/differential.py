@@ -1,0 +1,54 @@
+"""The differential check every test program goes through.
+
+Convert, print, parse back, verify, print identically; interpret the parsed module and
+compare with `jax.jit`: exact for integer, bool and key outputs, tight tolerance for floats.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+import jaxalloc
+from jaxalloc.frontend import Converted, parse_module
+
+FLOAT_TOLERANCE = {"rtol": 2e-5, "atol": 2e-6}
+LOW_PRECISION_TOLERANCE = {"rtol": 2e-2, "atol": 2e-2}
+
+
+def assert_same(actual, expected) -> None:
+    """Pytree-equal: same structure, exact integers/bools/keys, close floats."""
+    a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
+    e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
+    assert a_tree == e_tree, f"output structure {a_tree} != {e_tree}"
+    for a, e in zip(a_leaves, e_leaves):
+        if jax.dtypes.issubdtype(e.dtype, jax.dtypes.prng_key):
+            a, e = jax.random.key_data(a), jax.random.key_data(e)
+        a, e = np.asarray(a), np.asarray(e)
+        assert a.shape == e.shape and a.dtype == e.dtype, f"{a.shape}/{a.dtype} != {e.shape}/{e.dtype}"
+        if np.issubdtype(e.dtype, np.inexact) or e.dtype.kind == "V" or e.dtype.itemsize < 4 and e.dtype.kind == "f":
+            tolerance = FLOAT_TOLERANCE if e.dtype.itemsize >= 4 else LOW_PRECISION_TOLERANCE
+            np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), **tolerance)
+        else:
+            np.testing.assert_array_equal(a, e)
+
+
+def check_roundtrip(module) -> str:
+    """Print, parse back, verify and print again: both texts must be equal. Returns the text."""
+    module.verify()
+    text = str(module)
+    parsed = parse_module(text)
+    parsed.verify()
+    assert str(parsed) == text, "the printed module does not print identically after parsing"
+    return text
+
+
+def check_program(fn, *args) -> jaxalloc.Planned:
+    """The whole differential check for `fn(*args)`; returns the planned function."""
+    planned = jaxalloc.planned(fn)
+    traced = planned._traced(args, {})
+    text = check_roundtrip(traced.converted.module)
+    parsed = Converted(parse_module(text), traced.converted.table)
+    planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in planned._cache.items()}
+    assert_same(planned(*args), jax.jit(fn)(*args))
+    return planned
