@@ -25,7 +25,7 @@ def _add_ir(commands) -> None:
 
 
 def _run_ir(ns) -> None:
-    from jaxalloc.examples import load_function_and_args
+    from jaxalloc.targets import load_function_and_args
     from jaxalloc.api import planned
 
     fn, args = load_function_and_args(ns.target, ns.args, ns.args_from)

@@ -1,0 +1,28 @@
+# RUN: %python %s | filecheck %s
+# while_loop becomes jx.while: the condition region yields an i1 scalar, the body yields
+# the next carried values; loop constants are used directly from the enclosing block.
+import jax.numpy as jnp
+from jax import lax
+
+import jaxalloc
+
+
+def halve_until_small(x, limit):
+    return lax.while_loop(lambda x: jnp.sum(x) > limit, lambda x: x * 0.5, x)
+
+
+print(jaxalloc.planned(halve_until_small).lower(jnp.ones(4), jnp.float32(0.1)))
+
+# CHECK-LABEL: jx.func @halve_until_small(%a: tensor<4xf32>, %b: tensor<f32>) -> tensor<4xf32>
+# CHECK-NEXT:    %[[R:.*]] = jx.while(%a) : (tensor<4xf32>) -> tensor<4xf32> cond {
+# CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: tensor<4xf32>):
+# CHECK-NEXT:      %[[S:.*]] = jx.prim "reduce_sum"[{{[0-9]+}}](%[[X]]) {axes = "(0,)"}
+# CHECK-NEXT:      %[[P:.*]] = jx.prim "gt"[{{[0-9]+}}](%[[S]], %b) : (tensor<f32>, tensor<f32>) -> tensor<i1>
+# CHECK-NEXT:      jx.yield %[[P]] : tensor<i1>
+# CHECK-NEXT:    } do {
+# CHECK-NEXT:    ^{{.*}}(%[[Y:.*]]: tensor<4xf32>):
+# CHECK-NEXT:      %[[H:.*]] = jx.const[{{[0-9]+}}] "0.5" : tensor<f32>
+# CHECK-NEXT:      %[[Z:.*]] = jx.prim "mul"[{{[0-9]+}}](%[[Y]], %[[H]])
+# CHECK-NEXT:      jx.yield %[[Z]] : tensor<4xf32>
+# CHECK-NEXT:    }
+# CHECK-NEXT:    jx.yield %[[R]] : tensor<4xf32>
