@@ -166,7 +166,7 @@ class _Converter:
 
     def prim(self, block: Block, primitive, params, args, out_avals) -> Sequence[SSAValue]:
         key = self.table.add(Binding(primitive, dict(params)))
-        printable = {k: _printable(v) for k, v in params.items()}
+        printable = {k: _printable(v) for k, v in params.items() if v is not None}
         op = jx.PrimOp(primitive.name, key, args, [tensor_type(a) for a in out_avals], printable)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
