@@ -16,6 +16,7 @@ import jax
 import numpy as np
 from jax._src import core
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter, PythonValues
 
 from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.frontend import Converted, convert
@@ -44,13 +45,6 @@ class RunStats:
     copied_bytes: int = 0
 
 
-@dataclass(frozen=True)
-class _Traced:
-    closed_jaxpr: core.ClosedJaxpr
-    out_tree: Any
-    converted: Converted
-
-
 class _OpCounter:
     """Interpreter listener counting the ops run."""
 
@@ -62,6 +56,26 @@ class _OpCounter:
 
     def did_interpret_op(self, op, results) -> None:
         pass
+
+
+@dataclass
+class _Traced:
+    """What one input signature traced to, and the interpreter that runs it."""
+
+    closed_jaxpr: core.ClosedJaxpr
+    out_tree: Any
+    converted: Converted
+    _interpreter: Interpreter | None = None
+    _counter: _OpCounter | None = None
+
+    def run(self, flat_args) -> tuple[PythonValues, int]:
+        """Interpret the module on flat arguments; returns the outputs and the ops run."""
+        if self._interpreter is None:
+            self._counter = _OpCounter()
+            self._interpreter = make_interpreter(self.converted.module, self.converted.table, [self._counter])
+        self._counter.ops = 0
+        outputs = self._interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
+        return outputs, self._counter.ops
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
@@ -130,12 +144,9 @@ class Planned:
 
     def __call__(self, *args, **kwargs):
         traced = self._traced(args, kwargs)
-        flat = [leaf for leaf in jax.tree_util.tree_leaves((args, kwargs))]
-        counter = _OpCounter()
-        interpreter = make_interpreter(traced.converted.module, traced.converted.table, [counter])
         start = time.perf_counter()
-        outputs = interpreter.call_op(traced.converted.func.sym_name.data, tuple(flat))
-        self.last_run = RunStats(self.mode, counter.ops, time.perf_counter() - start)
+        outputs, ops = traced.run(jax.tree_util.tree_leaves((args, kwargs)))
+        self.last_run = RunStats(self.mode, ops, time.perf_counter() - start)
         return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
 
 

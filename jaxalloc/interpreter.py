@@ -33,24 +33,29 @@ class JxFunctions(InterpreterFunctions):
 
     table: BindTable
     _env: dict[SSAValue, Any] = field(default_factory=dict)
-    _dying: dict[Block, list[list[SSAValue]]] = field(default_factory=dict)
+    _steps: dict[Block, list[tuple]] = field(default_factory=dict)
+
+    def _schedule(self, block: Block) -> list[tuple]:
+        """Per op of `block`: the op, its operands, its results, the values dying at it."""
+        steps = self._steps.get(block)
+        if steps is None:
+            steps = self._steps[block] = [
+                (op, tuple(op.operands), tuple(op.results), tuple(dead))
+                for op, dead in zip(block.ops, last_uses(block))
+            ]
+        return steps
 
     def run_block(self, interpreter: Interpreter, block: Block, args: PythonValues) -> PythonValues:
         """Run `block` to its `jx.yield` and return the yielded values."""
         env = self._env
         env.update(zip(block.args, args, strict=True))
-        dying = self._dying.get(block)
-        if dying is None:
-            dying = self._dying[block] = last_uses(block)
-        for op, dead in zip(block.ops, dying):
-            inputs = tuple(env[v] for v in op.operands)
-            if isinstance(op, jx.YieldOp):
-                results = inputs
-            else:
-                env.update(zip(op.results, interpreter.run_op(op, inputs)))
+        for op, operands, results, dead in self._schedule(block):
+            inputs = tuple(env[v] for v in operands)
+            if not isinstance(op, jx.YieldOp):
+                env.update(zip(results, interpreter.run_op(op, inputs)))
             for value in dead:
-                env.pop(value, None)
-        return results
+                del env[value]
+        return inputs
 
     @impl_callable(jx.FuncOp)
     def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
