@@ -130,6 +130,11 @@ class Planned:
                 f"({type(e).__name__}: {first_line}). Give data-dependent ops a static size "
                 "(e.g. jnp.nonzero(x, size=N)) and use lax.cond / lax.while_loop for control flow."
             ) from None
+        except Exception as e:
+            first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise UnsupportedProgramError(
+                f"tracing {name} with these arguments failed: {type(e).__name__}: {first_line}"
+            ) from e
         out_tree = jax.tree_util.tree_structure(out_shape)
         func_name = name if name.isidentifier() else "main"
         return _Traced(closed, out_tree, convert(closed, func_name))
