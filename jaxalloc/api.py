@@ -85,9 +85,17 @@ def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
         aval = jax.typeof(leaf)
         return jax.ShapeDtypeStruct(aval.shape, aval.dtype, weak_type=aval.weak_type)
     raise UnsupportedProgramError(
-        f"argument {jax.tree_util.keystr(path) or '(top level)'} is a {type(leaf).__name__}, "
+        f"{_describe(path)} is a {type(leaf).__name__}, "
         "not an array; pass arrays or Python scalars (close over other values, or use functools.partial)"
     )
+
+
+def _describe(path) -> str:
+    """`argument 1['w']` or `keyword argument 'x'` for a leaf's path in (args, kwargs)."""
+    which, key, rest = path[0], path[1], jax.tree_util.keystr(tuple(path[2:]))
+    if which.idx == 0:
+        return f"argument {key.idx}{rest}"
+    return f"keyword argument {key.key!r}{rest}"
 
 
 def _signature(args, kwargs) -> tuple[Any, tuple[jax.ShapeDtypeStruct, ...]]:

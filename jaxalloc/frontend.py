@@ -28,15 +28,11 @@ from jaxalloc.types import dtype_of, tensor_type
 
 _INLINED_JAXPR_PARAM = {
     "jit": "jaxpr",
-    "pjit": "jaxpr",
     "closed_call": "call_jaxpr",
-    "core_call": "call_jaxpr",
-    "checkpoint": "jaxpr",
-    "remat": "jaxpr",
+    "call": "call_jaxpr",
+    "remat2": "jaxpr",
     "custom_jvp_call": "call_jaxpr",
     "custom_vjp_call": "call_jaxpr",
-    "custom_vjp_call_jaxpr": "fun_jaxpr",
-    "custom_lin": None,
 }
 
 
@@ -146,8 +142,12 @@ class _Converter:
             return env[atom]
 
         for eqn in jaxpr.eqns:
-            results = self.equation(block, eqn, [read(a) for a in eqn.invars])
-            self.name_all(results, eqn.outvars)
+            args = [read(a) for a in eqn.invars]
+            results = self.equation(block, eqn, args)
+            # an inlined call or an empty scan may hand an operand back unchanged: it keeps its name
+            forwarded = set(args)
+            renamed = [(r, v) for r, v in zip(results, eqn.outvars, strict=True) if r not in forwarded]
+            self.name_all([r for r, _ in renamed], [v for _, v in renamed])
             env.update((v, r) for v, r in zip(eqn.outvars, results, strict=True) if not isinstance(v, core.DropVar))
         return [read(v) for v in jaxpr.outvars]
 
@@ -214,6 +214,8 @@ class _Converter:
         carry_init = args[p["num_consts"] : p["num_consts"] + p["num_carry"]]
         xs = args[p["num_consts"] + p["num_carry"] :]
         ys_avals = [v.aval for v in eqn.outvars[p["num_carry"] :]]
+        if length == 0:  # no round runs (and xs[i] could not even be traced): carry through, empty ys
+            return [*carry_init, *(self.glue(block, _zeros, aval=aval)[0] for aval in ys_avals)]
 
         counter = self.const(block, np.int32(0), core.ShapedArray((), np.int32))
         counter.name_hint = "i"
