@@ -1,0 +1,91 @@
+"""Every allocator on the public lifetime traces: peak / max-live bound and planning time.
+
+Prints one Markdown table over ``../shared/traces/`` (relative to the repository root): one row per
+trace, one column per allocator, each cell ``peak/bound (planning time)``; the ``best`` cell also
+names the allocator that won. Every plan is verified by the independent checker first.
+
+    python benchmarks/traces.py                 # the shared traces
+    python benchmarks/traces.py --synthetic     # and the 20,000-buffer training-step trace
+    python benchmarks/traces.py --traces DIR --allocators nnc,greedy-size
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from jaxalloc.allocators import ALLOCATORS, allocate
+from jaxalloc.allocators.bound import lower_bound
+from jaxalloc.allocators.problem import Problem
+from jaxalloc.checker import check_allocation
+from jaxalloc.traces import read_trace
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_TRACES = REPO.parent / "shared" / "traces"
+
+
+def trace_files(root: Path) -> list[Path]:
+    """SOMAS first, then MiniMalloc's challenging suite A-K, then the rest, each group by name."""
+    files = sorted(root.rglob("*.csv"))
+    rank = lambda p: (p.parent.name != "somas", not p.name[0].isupper(), str(p))  # noqa: E731
+    return sorted(files, key=rank)
+
+
+def measure(problem: Problem, names: list[str]) -> tuple[int, dict[str, str]]:
+    """The bound, and one ``peak/bound (time)`` cell per allocator."""
+    bound = lower_bound(problem)
+    cells = {}
+    for name in names:
+        began = time.perf_counter()
+        plan = allocate(problem, name)
+        elapsed = time.perf_counter() - began
+        check_allocation(problem, plan)
+        winner = f", {plan.allocator}" if plan.allocator != name else ""
+        cells[name] = f"{plan.peak / bound:.4f} ({_seconds(elapsed)}{winner})"
+    return bound, cells
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.2f} s" if value < 10 else f"{value:.0f} s"
+
+
+def print_table(rows: list[tuple[str, int, int, dict[str, str]]], names: list[str]) -> None:
+    header = ["trace", "buffers", "bound (B)", *names]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
+    for trace, buffers, bound, cells in rows:
+        print("| " + " | ".join([trace, f"{buffers:,}", f"{bound:,}", *(cells[n] for n in names)]) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="folder of MiniMalloc CSV traces")
+    parser.add_argument("--allocators", default=",".join(ALLOCATORS), help="comma-separated allocator names")
+    parser.add_argument("--synthetic", action="store_true", help="also plan the 20,000-buffer synthetic trace")
+    ns = parser.parse_args(argv)
+    names = ns.allocators.split(",")
+    rows = []
+    if ns.traces.is_dir():
+        for path in trace_files(ns.traces):
+            trace = read_trace(path)
+            bound, cells = measure(trace.problem(), names)
+            rows.append((str(path.relative_to(ns.traces)), len(trace.ids), bound, cells))
+    else:
+        print(f"no traces at {ns.traces}", file=sys.stderr)
+    if ns.synthetic:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from synthetic_trace import training_step_trace
+
+        data = training_step_trace()
+        problem = Problem.from_intervals(data["size"], data["lower"], data["upper"])
+        bound, cells = measure(problem, names)
+        rows.append(("synthetic training step (benchmarks/synthetic_trace.py)", problem.n, bound, cells))
+    print("Cells: peak / max-live bound (planning time). Every plan passed the independent checker.\n")
+    print_table(rows, names)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""libnnc's allocation graph: the machinery both NNC selection rules place blocks with.
+
+A weighted DAG over a dummy source, a dummy sink and the placed blocks. An edge ``(y, x)`` with
+``{capacity, offset}`` says that the bytes ``[offset, offset + capacity)`` are used by ``y`` and then,
+later, by ``x``, with nothing in between. Putting a block ``a`` on that edge needs ``a`` to start after
+``y`` ends and to end before ``x`` starts; it takes the first ``size(a)`` bytes of the edge (the edge
+keeps the rest) and adds the edges ``(y, a)`` and ``(a, x)``. Every byte of a group is therefore used
+by a chain of blocks ordered in time, and ``a`` never overlaps in time with another user of its bytes.
+Every placed block belongs to a group (one libnnc buffer): a new group is as large as its first block;
+groups are laid end to end in one arena.
+
+Schedule mapping: jaxalloc intervals are half-open ``[start, end)``; the spec's closed lifetimes are
+``[start, end - 1]``. So ``a`` is *after* ``b`` when ``a.start >= b.end``, and the hop is
+``a.start - b.end + 1`` (at least 1, as in libnnc); ``R = max(end) - min(start)``, the number of
+schedule steps, exceeds every real hop. Explicit conflict pairs are never *after* each other, and an
+edge is refused when a placed explicit partner of the block uses any of its bytes, so plans with
+explicit pairs stay valid although explicit conflicts are not transitive like time order.
+
+Among edges of equal cost the order of libnnc's search decides: ``(y, sink)`` edges first, then
+``(source, x)``, then real edges by ascending hop of ``y``; equal hops go to the lower block index.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxalloc.allocators.conflicts import FOREVER, NEVER, Conflicts, Units
+from jaxalloc.allocators.problem import Allocation, Problem
+
+SOURCE = -1
+SINK = -2
+
+
+class AllocationGraph:
+    """The weighted edges ``(y, x, capacity, offset)`` in growable numpy arrays, with cached endpoints.
+
+    ``yend``/``xstart`` hold the end of ``y`` and the start of ``x`` (minus and plus "infinity" for the
+    source and the sink) so that the time test for a block is two vectorised comparisons.
+    """
+
+    _FIELDS = ("y", "x", "cap", "off", "grp", "yend", "xstart", "ysize", "xsize")
+
+    def __init__(self, conflicts: Conflicts, open_ends: bool) -> None:
+        self.conflicts = conflicts
+        self.open_ends = open_ends
+        self.m = 0
+        self.dead = 0
+        for name in self._FIELDS:
+            setattr(self, name, np.empty(64, np.int64))
+        self._kept_size: int | None = None
+        self._kept = np.zeros((5, 64), np.int64)
+        self._kept_count = 0
+
+    def add(self, y: int, x: int, cap: int, off: int, grp: int) -> None:
+        """Adds the edge ``(y, x) {cap, off}`` of group ``grp`` (an empty one, or an open end that the
+        selection rule never uses, is not stored)."""
+        if cap <= 0 or (not self.open_ends and (y == SOURCE or x == SINK)):
+            return
+        if self.m == len(self.y):
+            for name in self._FIELDS:
+                old = getattr(self, name)
+                new = np.empty(2 * len(old), np.int64)
+                new[: self.m] = old[: self.m]
+                setattr(self, name, new)
+        c, k = self.conflicts, self.m
+        self.y[k], self.x[k], self.cap[k], self.off[k], self.grp[k] = y, x, cap, off, grp
+        self.yend[k] = NEVER if y == SOURCE else c.ends[y]
+        self.ysize[k] = FOREVER if y == SOURCE else c.sizes[y]
+        self.xstart[k] = FOREVER if x == SINK else c.starts[x]
+        self.xsize[k] = FOREVER if x == SINK else c.sizes[x]
+        self.m += 1
+        if self._kept_size is not None and min(cap, self.ysize[k], self.xsize[k]) >= self._kept_size:
+            if self._kept_count == self._kept.shape[1]:
+                self._kept = np.concatenate([self._kept, np.zeros_like(self._kept)], axis=1)
+            self._kept[:, self._kept_count] = (k, y, x, self.yend[k], self.xstart[k])
+            self._kept_count += 1
+
+    def take(self, k: int, size: int) -> None:
+        """Uses the first ``size`` bytes of edge ``k``."""
+        self.cap[k] -= size
+        self.off[k] += size
+        if self.cap[k] == 0:
+            self.dead += 1
+        if self._kept_size is not None and self.cap[k] < self._kept_size:
+            at = np.flatnonzero(self._kept[0, : self._kept_count] == k)
+            if len(at):
+                last = self._kept_count - 1
+                self._kept[:, at[0]] = self._kept[:, last]
+                self._kept_count = last
+        if self.dead > 64 and 2 * self.dead > self.m:
+            self._compact()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.cap[: self.m] > 0)
+        for name in self._FIELDS:
+            array = getattr(self, name)
+            array[: len(keep)] = array[keep]
+        self.m = len(keep)
+        self.dead = 0
+        self._kept_size = None
+
+    def fitting(self, size: int) -> Edges:
+        """The edges that can hold ``size`` bytes: enough capacity, and both real ends at least as large."""
+        idx = np.flatnonzero(self.cap[: self.m] >= size)
+        idx = idx[(self.ysize[idx] >= size) & (self.xsize[idx] >= size)]
+        return Edges(idx, self.y[idx], self.x[idx], self.yend[idx], self.xstart[idx])
+
+    def fitting_kept(self, size: int) -> Edges:
+        """``fitting(size)``, kept up to date across rounds while ``size`` stays the same.
+
+        ``nnc`` asks for one size round after round; a round changes one edge and adds a few, so the
+        set is maintained by ``add`` and ``take`` instead of being filtered again from all edges.
+        """
+        if self._kept_size != size:
+            fresh = self.fitting(size)
+            self._kept = np.array(fresh, np.int64).reshape(5, -1)
+            self._kept = np.concatenate([self._kept, np.zeros((5, 64), np.int64)], axis=1)
+            self._kept_count = len(fresh.idx)
+            self._kept_size = size
+        return Edges(*self._kept[:, : self._kept_count])
+
+
+class Edges(NamedTuple):
+    """A snapshot of some edges' indices and endpoints, shared by the candidates of one round."""
+
+    idx: np.ndarray
+    y: np.ndarray
+    x: np.ndarray
+    yend: np.ndarray
+    xstart: np.ndarray
+
+    def select(self, keep) -> Edges:
+        """The edges picked by a mask, an index array or a slice."""
+        return Edges(*(field[keep] for field in self))
+
+
+class GraphPlanner:
+    """The state of one NNC run: the allocation graph, groups, offsets and interference counts."""
+
+    def __init__(self, problem: Problem, open_ends: bool) -> None:
+        self.conflicts = Conflicts(problem)
+        self.units = Units(problem, self.conflicts)
+        self.graph = AllocationGraph(self.conflicts, open_ends)
+        n = problem.n
+        self.group = np.full(n, -1, np.int64)
+        self.local = np.zeros(n, np.int64)
+        self.group_sizes: list[int] = []
+        self.block_placed = ~self.conflicts.live
+        self.unplaced = self.units.size > 0
+        degrees = self.conflicts.degrees()
+        self.uoc = np.bincount(self.units.of, weights=degrees, minlength=self.units.count).astype(np.int64)
+        self.steps = self.conflicts.steps
+
+    def edge_for(self, string: np.ndarray, size: int, edges: Edges) -> int | None:
+        """The tightest of ``edges`` that can take ``string`` (blocks in time order, ``size`` bytes)."""
+        c, g = self.conflicts, self.graph
+        first_start = c.starts[string[0]]
+        last_end = c.ends[string].max()
+        ok = (edges.yend <= first_start) & (edges.xstart >= last_end)
+        partners = self._placed_partners(string) if c.has_pairs else None
+        if partners is not None and len(partners[0]):
+            ok &= ~np.isin(edges.y, partners[0]) & ~np.isin(edges.x, partners[0])
+        at = np.flatnonzero(ok)
+        if not len(at):
+            return None
+        idx, y, x = edges.idx[at], edges.y[at], edges.x[at]
+        hop_y = np.where(y == SOURCE, self.steps, first_start - edges.yend[at] + 1)
+        hop_x = np.where(x == SINK, self.steps, edges.xstart[at] - last_end + 1)
+        cost = hop_y + hop_x
+        phase = np.where(x == SINK, 0, np.where(y == SOURCE, 1, 2))
+        if partners is None or not len(partners[0]):
+            tied = np.flatnonzero(cost == cost.min())
+            if len(tied) == 1:
+                return int(idx[tied[0]])
+            order = np.lexsort((x[tied], y[tied], hop_y[tied], phase[tied]))
+            return int(idx[tied[order[0]]])
+        for k in np.lexsort((x, y, hop_y, phase, cost)):
+            if self._bytes_free(int(idx[k]), partners):
+                return int(idx[k])
+        return None
+
+    def _placed_partners(self, string: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Placed explicit partners of the string's blocks, with the size of the block they meet."""
+        c = self.conflicts
+        found, sizes = [], []
+        for b in string:
+            p = c.partners(int(b))
+            p = p[self.block_placed[p] & c.live[p]]
+            found.append(p)
+            sizes.append(np.full(len(p), c.sizes[b]))
+        return np.concatenate(found), np.concatenate(sizes)
+
+    def _bytes_free(self, k: int, partners: tuple[np.ndarray, np.ndarray]) -> bool:
+        """Whether no placed explicit partner uses the first bytes of edge ``k`` the string would take."""
+        g, c = self.graph, self.conflicts
+        blocks, sizes = partners
+        same = self.group[blocks] == g.grp[k]
+        lo, hi = self.local[blocks], self.local[blocks] + c.sizes[blocks]
+        return not np.any(same & (lo < g.off[k] + sizes) & (hi > g.off[k]))
+
+    def place(self, string: np.ndarray, size: int, edge: int | None) -> None:
+        """Inserts ``string`` (blocks in time order, sharing one offset) on ``edge``, or in a new group."""
+        g, sizes = self.graph, self.conflicts.sizes
+        if edge is None:
+            grp, y, x, off = len(self.group_sizes), SOURCE, SINK, 0
+            self.group_sizes.append(int(size))
+        else:
+            grp, y, x, off = int(g.grp[edge]), int(g.y[edge]), int(g.x[edge]), int(g.off[edge])
+            g.take(edge, size)
+        blocks = [int(b) for b in string]
+        consumed = 0
+        for b in blocks:
+            if sizes[b] > consumed:
+                g.add(y, b, int(sizes[b]) - consumed, off + consumed, grp)
+                consumed = int(sizes[b])
+            if consumed == size:
+                break
+        for i, b in enumerate(blocks):
+            own, consumed = int(sizes[b]), 0
+            for later in blocks[i + 1 :]:
+                shared = min(own, int(sizes[later]))
+                if shared > consumed:
+                    g.add(b, later, shared - consumed, off + consumed, grp)
+                    consumed = shared
+                if consumed == own:
+                    break
+            g.add(b, x, own - consumed, off + consumed, grp)
+        for b in blocks:
+            self.group[b] = grp
+            self.local[b] = off
+            self.block_placed[b] = True
+            self._forget(b)
+        self.unplaced[self.units.of[blocks]] = False
+
+    def _forget(self, block: int) -> None:
+        """A placed block no longer counts in the interference count of the unplaced ones."""
+        hit = np.flatnonzero(self.conflicts.mask(block) & ~self.block_placed)
+        np.subtract.at(self.uoc, self.units.of[hit], 1)
+
+    def result(self, name: str) -> Allocation:
+        """The plan: groups end to end, in the order they were opened."""
+        sizes = np.array(self.group_sizes, np.int64)
+        base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        live = self.group >= 0
+        offsets = np.zeros(len(self.group), np.int64)
+        offsets[live] = base[self.group[live]] + self.local[live]
+        for array in (offsets, sizes):
+            array.setflags(write=False)
+        groups = self.group.copy()
+        groups.setflags(write=False)
+        return Allocation(offsets=offsets, peak=int(sizes.sum()), allocator=name, groups=groups, group_sizes=sizes)

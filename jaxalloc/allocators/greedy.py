@@ -1,0 +1,109 @@
+"""The planners people use today: one pass over the blocks in a fixed order, each put in a gap.
+
+Each block (each companion unit) is placed in turn at the lowest address of a gap between the placed
+blocks it conflicts with; the orders and gap rules are those of the production planners:
+
+- ``greedy-size``: size descending, then longer lifetime, best-fit gap (TFLite's ArenaPlanner, XLA's
+  ``GlobalDecreasingSizeBestFitHeap`` with ``kSpatial``);
+- ``greedy-duration``: lifetime descending, then size, best-fit gap (XLA's ``kTemporal``);
+- ``first-fit``, ``best-fit``, ``worst-fit``: the classic planner in order of birth, with the lowest,
+  the tightest or the widest gap that fits.
+
+A gap is a free address range between the conflicting placed blocks; above them all lies an unbounded
+gap, used when no bounded one fits (worst-fit takes the widest *bounded* gap, or it would never reuse).
+Ties go to the lower address, and blocks with equal sort keys to the lower index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxalloc.allocators.conflicts import Conflicts, Units
+from jaxalloc.allocators.problem import Allocation, Problem, make_allocation
+
+UNBOUNDED = np.int64(2**62)
+
+
+def gaps(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Free ranges ``[start, end)`` between busy ranges ``[lo, hi)``; the last one is unbounded."""
+    order = np.argsort(lo, kind="stable")
+    reach = np.maximum.accumulate(hi[order]) if len(lo) else np.zeros(0, np.int64)
+    starts = np.concatenate([[0], reach]).astype(np.int64)
+    ends = np.concatenate([lo[order], [UNBOUNDED]]).astype(np.int64)
+    return starts, ends
+
+
+def choose_gap(starts: np.ndarray, ends: np.ndarray, size: int, rule: str) -> int:
+    """The offset a gap rule picks for a block of ``size`` bytes."""
+    room = ends - starts
+    fits = np.flatnonzero(room[:-1] >= size)
+    if not len(fits):
+        return int(starts[-1])
+    if rule == "first":
+        return int(starts[fits[0]])
+    if rule == "best":
+        return int(starts[fits[np.argmin(room[fits])]])
+    if rule == "worst":
+        return int(starts[fits[np.argmax(room[fits])]])
+    raise ValueError(f"unknown gap rule {rule!r}")
+
+
+def place_in_order(problem: Problem, order_by, rule: str, name: str) -> Allocation:
+    """Places the units one by one in the order ``order_by(units, ids)`` gives, each in the gap ``rule`` picks."""
+    conflicts = Conflicts(problem)
+    units = Units(problem, conflicts)
+    sizes = conflicts.sizes
+    offsets = np.zeros(problem.n, np.int64)
+    placed = np.zeros(problem.n, bool)
+    for u in order_by(units, np.flatnonzero(units.size > 0)):
+        members = units.members[u]
+        busy = conflicts.mask(int(members[0]))
+        for b in members[1:]:
+            busy |= conflicts.mask(int(b))
+        busy = np.flatnonzero(busy & placed)
+        starts, ends = gaps(offsets[busy], offsets[busy] + sizes[busy])
+        offsets[members] = choose_gap(starts, ends, int(units.size[u]), rule)
+        placed[members] = True
+    return make_allocation(problem, offsets, name)
+
+
+def by_size(units: Units, ids: np.ndarray) -> np.ndarray:
+    """Size descending, then longer lifetime, then index."""
+    life = units.end[ids] - units.start[ids]
+    return ids[np.lexsort((ids, -life, -units.size[ids]))]
+
+
+def by_duration(units: Units, ids: np.ndarray) -> np.ndarray:
+    """Lifetime descending, then size descending, then index."""
+    life = units.end[ids] - units.start[ids]
+    return ids[np.lexsort((ids, -units.size[ids], -life))]
+
+
+def by_birth(units: Units, ids: np.ndarray) -> np.ndarray:
+    """Start of the first block ascending, then index."""
+    return ids[np.lexsort((ids, units.start[ids]))]
+
+
+def greedy_size(problem: Problem) -> Allocation:
+    """Size descending, then longer lifetime, best-fit gap (TFLite ArenaPlanner / XLA kSpatial)."""
+    return place_in_order(problem, by_size, "best", "greedy-size")
+
+
+def greedy_duration(problem: Problem) -> Allocation:
+    """Lifetime descending, then size, best-fit gap (XLA kTemporal)."""
+    return place_in_order(problem, by_duration, "best", "greedy-duration")
+
+
+def first_fit(problem: Problem) -> Allocation:
+    """The classic planner: in order of birth, the lowest gap that fits."""
+    return place_in_order(problem, by_birth, "first", "first-fit")
+
+
+def best_fit(problem: Problem) -> Allocation:
+    """The classic planner: in order of birth, the tightest gap that fits."""
+    return place_in_order(problem, by_birth, "best", "best-fit")
+
+
+def worst_fit(problem: Problem) -> Allocation:
+    """The classic planner: in order of birth, the widest bounded gap that fits."""
+    return place_in_order(problem, by_birth, "worst", "worst-fit")
