@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except JaxallocError as e:
         print(f"jaxalloc {ns.command}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (e.g. `| head`) left early: not an error of ours
+        sys.stderr.close()
+        return 0
     return 0
 
 
