@@ -1,0 +1,70 @@
+"""Which primitives may run in place, and which only view their operand's memory.
+
+In-place (NNC's `ccv_nnc_cmd_allow_inplace`): the result may take the place of an operand
+whose last use is this op, when both have the same byte size. Elementwise primitives read
+each element before writing the same element, so any same-sized operand will do; updates
+(`dynamic_update_slice`, `scatter*`) only into the array they update.
+
+Views (NNC's aliases): the result is the operand's bytes read another way, so it takes no
+memory of its own.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation
+
+from jaxalloc.dialects import jx
+from jaxalloc.types import byte_size
+
+ELEMENTWISE = frozenset(
+    {
+        # unary
+        "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "clz", "conj",
+        "copy", "copy_p", "cos", "cosh", "digamma", "erf", "erf_inv", "erfc", "exp", "exp2",
+        "expm1", "floor", "imag", "integer_pow", "is_finite", "lgamma", "log", "log1p", "logistic",
+        "neg", "not", "population_count", "real", "reduce_precision", "round", "rsqrt", "sign",
+        "sin", "sinh", "sqrt", "square", "tan", "tanh", "convert_element_type",
+        # binary and n-ary
+        "add", "add_any", "and", "atan2", "div", "eq", "ge", "gt", "igamma", "igammac", "le", "lt",
+        "max", "min", "mul", "ne", "nextafter", "or", "pow", "rem", "select_n", "shift_left",
+        "shift_right_arithmetic", "shift_right_logical", "sub", "xor", "clamp",
+    }
+)
+"""Primitives whose result may overwrite any operand of its shape and byte size."""
+
+UPDATES_OPERAND_0 = frozenset({"dynamic_update_slice", "scatter", "scatter-add", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"})
+"""Primitives that write a modified copy of operand 0: in place into operand 0 only."""
+
+VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "bitcast_convert_type"})
+"""Primitives whose result reinterprets operand 0's bytes (when the byte size is unchanged)."""
+
+
+def in_place_candidates(op: Operation) -> tuple[int, ...]:
+    """Operand positions whose memory the op's single result may take, first choice first."""
+    if not isinstance(op, jx.PrimOp) or len(op.res) != 1:
+        return ()
+    name = op.primitive.data
+    result = op.res[0]
+    if name in UPDATES_OPERAND_0:
+        positions = (0,)
+    elif name in ELEMENTWISE:
+        positions = tuple(range(len(op.args)))
+    else:
+        return ()
+    size = byte_size(result.type)
+    return tuple(
+        i
+        for i in positions
+        if op.args[i].type.get_shape() == result.type.get_shape() and byte_size(op.args[i].type) == size
+    )
+
+
+def is_view(op: Operation) -> bool:
+    """Whether the op's single result is only its first operand's memory read another way."""
+    if not isinstance(op, jx.PrimOp) or len(op.res) != 1 or not op.args:
+        return False
+    if op.primitive.data not in VIEWS:
+        return False
+    if op.primitive.data == "reshape" and op.params.data.get("dimensions") is not None:
+        return False  # a reshape that transposes first moves data
+    return byte_size(op.args[0].type) == byte_size(op.res[0].type)

@@ -1,0 +1,53 @@
+"""The in-place and view tables on converted programs."""
+
+import jax.numpy as jnp
+from jax import lax
+
+import jaxalloc
+from jaxalloc.dialects import jx
+from jaxalloc.inplace import in_place_candidates, is_view
+
+
+def prims(fn, *args) -> dict[str, jx.PrimOp]:
+    module = jaxalloc.planned(fn).lower(*args)
+    return {op.primitive.data: op for op in module.walk() if isinstance(op, jx.PrimOp)}
+
+
+def test_elementwise_ops_may_take_any_same_sized_operand():
+    ops = prims(lambda x, y: (jnp.tanh(x) * y, x > y), jnp.ones(4), jnp.ones(4))
+    assert in_place_candidates(ops["tanh"]) == (0,)
+    assert in_place_candidates(ops["mul"]) == (0, 1)
+    assert in_place_candidates(ops["gt"]) == ()  # bool result: one byte per element, not four
+
+
+def test_operands_of_another_shape_are_not_candidates():
+    ops = prims(lambda x: x * 2.0, jnp.ones((4, 4)))
+    assert [op.type.get_shape() for op in ops["mul"].args] == [(4, 4), ()]
+    assert in_place_candidates(ops["mul"]) == (0,)
+
+
+def test_updates_go_into_operand_0_only():
+    ops = prims(lambda x, u: lax.dynamic_update_slice(x, u, (1,)), jnp.ones(8), jnp.ones(8))
+    assert in_place_candidates(ops["dynamic_update_slice"]) == (0,)
+
+
+def test_matmul_and_reductions_never_run_in_place():
+    ops = prims(lambda a, b: (a @ b).sum(0), jnp.ones((4, 4)), jnp.ones((4, 4)))
+    assert in_place_candidates(ops["dot_general"]) == ()
+    assert in_place_candidates(ops["reduce_sum"]) == ()
+
+
+def test_views():
+    ops = prims(
+        lambda x: (x.reshape(2, 8), jnp.squeeze(x[None]), lax.bitcast_convert_type(x, jnp.int32), x.T.reshape(-1)),
+        jnp.ones((4, 4)),
+    )
+    assert is_view(ops["reshape"]) and is_view(ops["squeeze"]) and is_view(ops["bitcast_convert_type"])
+    assert not is_view(ops["transpose"])
+
+
+def test_same_width_conversion_runs_in_place_and_narrowing_does_not():
+    same = prims(lambda x: x.astype(jnp.int32), jnp.ones(4, jnp.float32))["convert_element_type"]
+    narrower = prims(lambda x: x.astype(jnp.bfloat16), jnp.ones(4, jnp.float32))["convert_element_type"]
+    assert in_place_candidates(same) == (0,)
+    assert in_place_candidates(narrower) == ()
