@@ -29,6 +29,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -324,15 +325,15 @@ class CaseOp(IRDLOperation):
 
     name = "jx.case"
 
-    index = var_operand_def()
+    index = operand_def(TensorType)
     res = var_result_def()
     branches = var_region_def("single_block")
 
     def __init__(self, index: SSAValue, result_types: Sequence[Attribute], branches: Sequence[Region]):
-        super().__init__(operands=[[index]], result_types=[result_types], regions=[branches])
+        super().__init__(operands=[index], result_types=[result_types], regions=[branches])
 
     def verify_(self) -> None:
-        if len(self.index) != 1 or self.index[0].type != TensorType(_I32, []):
+        if self.index.type != TensorType(_I32, []):
             raise VerifyException("jx.case index must be one i32 scalar (tensor<i32>)")
         if not self.branches:
             raise VerifyException("jx.case needs at least one branch")
@@ -344,7 +345,10 @@ class CaseOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> CaseOp:
+        pos = parser.pos
         operands, fn_type = _parse_operands_and_type(parser)
+        if len(operands) != 1 or len(fn_type.inputs.data) != 1:
+            parser.raise_error("jx.case takes exactly one index operand", pos, parser.pos)
         (index,) = parser.resolve_operands(operands, fn_type.inputs.data, parser.pos)
         extra = parser.parse_optional_attr_dict_with_keyword()
         branches = [parser.parse_region()]
@@ -357,7 +361,7 @@ class CaseOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         with printer.in_parens():
-            printer.print_list(self.index, printer.print_ssa_value)
+            printer.print_ssa_value(self.index)
         printer.print_string(" : ")
         printer.print_operation_type(self)
         _print_extra_attributes(printer, self)

@@ -51,6 +51,8 @@ def find_violations(problem: Problem, offsets, peak: int | None = None, limit: i
     n = len(problem.sizes)
     if offsets.shape != (n,):
         return [Violation("shape", (), f"{offsets.shape} offsets for {n} blocks")]
+    if n and not np.issubdtype(offsets.dtype, np.integer):
+        return [Violation("shape", (), f"offsets must be integers, not {offsets.dtype}")]
     offsets = offsets.astype(np.int64)
     align = int(problem.alignment)
     sizes = np.asarray(problem.sizes, np.int64)

@@ -20,7 +20,7 @@ ELEMENTWISE = frozenset(
     {
         # unary
         "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "clz", "conj",
-        "copy", "copy_p", "cos", "cosh", "digamma", "erf", "erf_inv", "erfc", "exp", "exp2",
+        "copy", "cos", "cosh", "digamma", "erf", "erf_inv", "erfc", "exp", "exp2",
         "expm1", "floor", "imag", "integer_pow", "is_finite", "lgamma", "log", "log1p", "logistic",
         "neg", "not", "population_count", "real", "reduce_precision", "round", "rsqrt", "sign",
         "sin", "sinh", "sqrt", "square", "tan", "tanh", "convert_element_type",
@@ -32,10 +32,12 @@ ELEMENTWISE = frozenset(
 )
 """Primitives whose result may overwrite any operand of its shape and byte size."""
 
-UPDATES_OPERAND_0 = frozenset({"dynamic_update_slice", "scatter", "scatter-add", "scatter_add", "scatter_mul", "scatter_min", "scatter_max"})
+UPDATES_OPERAND_0 = frozenset(
+    {"dynamic_update_slice", "scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min", "scatter-max"}
+)
 """Primitives that write a modified copy of operand 0: in place into operand 0 only."""
 
-VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "bitcast_convert_type"})
+VIEWS = frozenset({"reshape", "squeeze", "bitcast_convert_type"})
 """Primitives whose result reinterprets operand 0's bytes (when the byte size is unchanged)."""
 
 

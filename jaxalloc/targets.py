@@ -37,18 +37,18 @@ DTYPES = {
     "c64": np.complex64,
     "c128": np.complex128,
 }
-_SPEC = re.compile(r"^([a-z0-9]+)\[([0-9, ]*)\]$")
+_SPEC = re.compile(r"^([a-z0-9]+)\[((?:\d+(?:,\d+)*)?)\]$")
 
 
 def parse_shape_spec(spec: str) -> jax.ShapeDtypeStruct:
     """`f32[64,512]` -> ShapeDtypeStruct((64, 512), float32)."""
-    match = _SPEC.match(spec.strip())
+    match = _SPEC.match(spec.replace(" ", ""))
     if match is None or match.group(1) not in DTYPES:
         raise JaxallocError(
             f"bad argument spec {spec!r}: write DTYPE[DIMS], e.g. f32[64,512] or i32[], "
             f"with DTYPE one of {', '.join(DTYPES)}"
         )
-    dims = [d for d in match.group(2).replace(" ", "").split(",") if d]
+    dims = match.group(2).split(",") if match.group(2) else []
     return jax.ShapeDtypeStruct(tuple(int(d) for d in dims), DTYPES[match.group(1)])
 
 
@@ -61,7 +61,10 @@ def load_module(name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, str(path.resolve().parent))
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as e:
+            raise JaxallocError(f"importing {name} failed: {type(e).__name__}: {e}") from e
         return module
     try:
         return importlib.import_module(name)

@@ -47,18 +47,14 @@ def element_type(dtype) -> Attribute:
         return IntegerType(1)
     if dtype in _FLOATS:
         return _FLOATS[dtype]
-    if dtype.kind in "iu":
-        signedness = Signedness.UNSIGNED if dtype.kind == "u" else Signedness.SIGNLESS
-        return IntegerType(_int_bits(dtype), signedness)
+    if jax.numpy.issubdtype(dtype, jax.numpy.integer):
+        unsigned = jax.numpy.issubdtype(dtype, jax.numpy.unsignedinteger)
+        return IntegerType(ml_dtypes.iinfo(dtype).bits, Signedness.UNSIGNED if unsigned else Signedness.SIGNLESS)
     if dtype.kind == "c":
         return ComplexType(element_type(np.finfo(dtype).dtype))
     raise UnsupportedProgramError(
         f"dtype {dtype} has no IR type; cast it to a numeric dtype before the planned function"
     )
-
-
-def _int_bits(dtype: np.dtype) -> int:
-    return np.iinfo(dtype).bits
 
 
 def tensor_type(aval) -> TensorType:

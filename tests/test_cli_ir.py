@@ -60,6 +60,7 @@ def test_ir_from_args_function_parses_in_xdsl_opt(model_file, capsys):
     "argv, message",
     [
         (["{model}:mlp", "f33[4]"], "bad argument spec 'f33[4]'"),
+        (["{model}:mlp", "f32[2,,3]"], "bad argument spec 'f32[2,,3]'"),
         (["{model}:mlp"], "give example arguments"),
         (["{model}:nothing", "f32[1]"], "has no function 'nothing'"),
         (["no_such_module_here:mlp", "f32[1]"], "cannot import module 'no_such_module_here'"),

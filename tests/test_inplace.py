@@ -51,3 +51,18 @@ def test_same_width_conversion_runs_in_place_and_narrowing_does_not():
     narrower = prims(lambda x: x.astype(jnp.bfloat16), jnp.ones(4, jnp.float32))["convert_element_type"]
     assert in_place_candidates(same) == (0,)
     assert in_place_candidates(narrower) == ()
+
+
+def test_every_table_entry_names_a_jax_primitive():
+    from jax._src import core
+
+    def primitives_of(module):
+        return {v.name for v in vars(module).values() if isinstance(v, core.Primitive)}
+
+    from jax._src.lax import control_flow, lax as lax_internal, slicing, special
+    from jax._src import ad_util
+
+    known = set().union(*(primitives_of(m) for m in (lax_internal, slicing, special, control_flow, ad_util)))
+    from jaxalloc.inplace import ELEMENTWISE, UPDATES_OPERAND_0, VIEWS
+
+    assert (ELEMENTWISE | UPDATES_OPERAND_0 | VIEWS) - known == set()

@@ -197,3 +197,26 @@ def test_zero_size_blocks_take_no_memory(name):
     result = plan(p, name)
     assert result.peak == 32
     assert result.groups[0] == -1 and result.groups[2] == -1
+
+
+def test_a_new_group_clears_the_mark_of_a_block_in_the_gap_of_a_companion_string():
+    """Companions X = 60 [0,2) and Y = 60 [4,6) form one string; Z = 100 [1,5); W = 60 [2,4).
+
+    Round 1 (size 100): Z opens group 0 (size 100) at offset 0.
+    Round 2 (size 60): candidates by oc: the string {X, Y} interferes with Z (oc 1), W with Z (oc 1);
+    ties go to the lower unit index, so the string first. Its edge needs y ending before X starts
+    (only the source) and x starting after Y ends (only the sink): no real edge and no (source, sink)
+    edge exists, and (source, Z) / (Z, sink) fail the timing, so the string is marked; W: (source, Z)
+    needs Z to start after W ends (1 >= 4 is false), (Z, sink) needs Z to end before W starts (5 <= 2
+    is false): W is marked too. No candidate fits: the string opens group 1 (size 60) at offset 100,
+    with edges (source, X), (X, Y) {60, 0}, (Y, sink). W interferes with neither X nor Y, so its mark
+    is cleared, and in the next round W fits on (X, Y): X ends at 2 <= W's start 2 and Y starts at
+    4 >= W's end 4. W goes to offset 100: the arena is 160, not 220.
+    """
+    problem = Problem.from_intervals(
+        sizes=[60, 60, 100, 60], starts=[0, 4, 1, 2], ends=[2, 6, 5, 4], companions=[(0, 1)]
+    )
+    plan = allocate(problem, "nnc")
+    check_allocation(problem, plan)
+    assert plan.offsets.tolist() == [100, 100, 0, 100]
+    assert plan.peak == 160

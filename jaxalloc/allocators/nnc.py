@@ -63,12 +63,10 @@ def _run_ends(sorted_sizes: np.ndarray) -> np.ndarray:
 
 
 def _clear_marks(plan: GraphPlanner, cannot_insert: np.ndarray, string: np.ndarray, size: int) -> None:
-    """A new group gives a new chance to the smaller unplaced units that lie before or after it."""
+    """A new group gives a new chance to the smaller unplaced units that interfere with none of its blocks."""
     c, units = plan.conflicts, plan.units
-    before = units.end <= c.starts[string[0]]
-    after = units.start >= c.ends[string].max()
-    retry = plan.unplaced & cannot_insert & (units.size <= size) & (before | after)
-    if c.has_pairs:
-        partners = np.concatenate([c.partners(int(b)) for b in string])
-        retry[units.of[partners]] = False
-    cannot_insert[retry] = False
+    touching = np.zeros(c.n, bool)
+    for block in string:
+        touching |= c.mask(int(block))
+    clear = np.bincount(units.of[touching], minlength=units.count) == 0
+    cannot_insert[plan.unplaced & cannot_insert & (units.size <= size) & clear] = False

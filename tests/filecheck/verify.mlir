@@ -69,3 +69,4 @@ builtin.module {
   }
 }
 // CHECK: jx.func body yields (tensor<i32>) but (tensor<3xf32>) is expected
+
