@@ -665,6 +665,17 @@ def _int8_args():
     return _ints(rng, -128, 128, 8, dtype=jnp.int8), _ints(rng, -128, 128, 8, dtype=jnp.int8)
 
 
+def sub_byte_math(a, b):
+    """int4 and uint4 values: 4-bit storage, widened for arithmetic, reshaped as views."""
+    wide = a.astype(jnp.int8) * 3 + b.astype(jnp.int8)
+    return a.reshape(2, 4), (a + a).reshape(4, 2), wide, b.astype(jnp.uint8) >> 1
+
+
+def _sub_byte_args():
+    rng = _rng(23)
+    return _ints(rng, -8, 8, 8, dtype=jnp.int4), _ints(rng, 0, 16, 8, dtype=jnp.uint4)
+
+
 # ---------------------------------------------------------------------------------------------
 # Randomness
 # ---------------------------------------------------------------------------------------------
@@ -1013,6 +1024,7 @@ PROGRAMS: tuple[Program, ...] = (
     Program("bf16_math", bf16_math, _bf16_args),
     Program("float16_math", float16_math, _float16_args),
     Program("int8_math", int8_math, _int8_args),
+    Program("sub_byte_math", sub_byte_math, _sub_byte_args),
     Program("random_from_seed", random_from_seed, _random_seed_args),
     Program("random_key_arg", random_key_arg, _random_key_args),
     Program("random_raw_key_arg", random_raw_key_arg, _random_raw_key_args),
