@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax._src import core
@@ -102,6 +103,16 @@ def _printable(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _constant(value: Any, aval) -> Any:
+    """A constant as the jax array JAX computes with: jaxpr literals are Python-scalar-like
+    (weakly typed) and closed-over constants NumPy arrays, so a constant that is an output
+    would otherwise not come back as `jax.jit` returns it."""
+    if isinstance(value, jax.Array):
+        return value
+    array = jnp.asarray(value)
+    return array if array.dtype == aval.dtype else jnp.asarray(value, aval.dtype)
+
+
 def _const_text(value: Any) -> str | None:
     """A short rendering of small constants, shown in the IR for the reader."""
     try:
@@ -124,7 +135,7 @@ class _Converter:
                 value.name_hint = str(core.pp_var(var, self.names, print_literal_dtype=False))
 
     def const(self, block: Block, value: Any, aval) -> SSAValue:
-        op = jx.ConstOp(self.table.add(value), tensor_type(aval), _const_text(value))
+        op = jx.ConstOp(self.table.add(_constant(value, aval)), tensor_type(aval), _const_text(value))
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.res
 
@@ -193,14 +204,22 @@ class _Converter:
         body_consts, inits = rest[: p["body_nconsts"]], rest[p["body_nconsts"] :]
         types = [v.type for v in inits]
         cond_jaxpr, body_jaxpr = p["cond_jaxpr"], p["body_jaxpr"]
+        # vmap of a while with a batched predicate: the loop runs while any lane's predicate
+        # holds, and a round updates only the lanes whose predicate holds (as JAX lowers it)
+        batched = bool(cond_jaxpr.out_avals[0].shape)
 
         def cond(b: Block):
             self.name_all(b.args, cond_jaxpr.jaxpr.invars[len(cond_consts) :])
-            return self.inline_call(b, cond_jaxpr, [*cond_consts, *b.args])
+            (pred,) = self.inline_call(b, cond_jaxpr, [*cond_consts, *b.args])
+            return self.glue(b, _any, pred) if batched else [pred]
 
         def body(b: Block):
             self.name_all(b.args, body_jaxpr.jaxpr.invars[len(body_consts) :])
-            return self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
+            if not batched:
+                return self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
+            (pred,) = self.inline_call(b, cond_jaxpr, [*cond_consts, *b.args])
+            new = self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
+            return [self.glue(b, _select_lanes, pred, n, old)[0] for n, old in zip(new, b.args, strict=True)]
 
         op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body))
         Builder(InsertPoint.at_end(block)).insert(op)
@@ -272,6 +291,15 @@ def _zeros(*, aval):
         data = lax.full((*aval.shape, *impl.key_shape), 0, np.uint32)
         return jax.random.wrap_key_data(data, impl=impl.name)
     return lax.full(aval.shape, 0, aval.dtype)
+
+
+def _any(pred):
+    return lax.reduce_or(pred, tuple(range(pred.ndim)))
+
+
+def _select_lanes(pred, new, old):
+    """`new` where the (leading-axes) lane predicate holds, else `old`."""
+    return lax.select(lax.broadcast_in_dim(pred, new.shape, tuple(range(pred.ndim))), new, old)
 
 
 def _less_than(i, *, bound):

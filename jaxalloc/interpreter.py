@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import (
     Interpreter,
@@ -61,7 +63,7 @@ class JxFunctions(InterpreterFunctions):
     def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
         self._env = {}
         try:
-            return self.run_block(interpreter, op.body.block, args)
+            return self.run_block(interpreter, op.body.block, tuple(_as_array(a) for a in args))
         finally:
             self._env = {}
 
@@ -84,6 +86,13 @@ class JxFunctions(InterpreterFunctions):
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
         branch = min(max(int(args[0]), 0), len(op.branches) - 1)
         return self.run_block(interpreter, op.branches[branch].block, ())
+
+
+def _as_array(value: Any) -> Any:
+    """An argument as `jax.jit` sees it: NumPy arrays and Python scalars become jax arrays of the
+    canonical dtype (weakly typed for Python scalars), so an argument returned as an output
+    comes back as `jax.jit` returns it."""
+    return value if isinstance(value, jax.Array) else jnp.asarray(value)
 
 
 def make_interpreter(module: ModuleOp, table: BindTable, listeners=()) -> Interpreter:
