@@ -9,18 +9,19 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 import jax
 import numpy as np
 from jax._src import core
+from jax._src.lax import lax as lax_internal
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter, PythonValues
+from xdsl.interpreter import PythonValues
 
 from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.frontend import Converted, convert
-from jaxalloc.interpreter import make_interpreter
+from jaxalloc.interpreter import Schedules, make_interpreter
 
 MODES = ("eager",)
 
@@ -58,6 +59,14 @@ class _OpCounter:
         pass
 
 
+def _with_weak_type(value, aval):
+    """`value` typed as the jaxpr says: op-by-op execution can lose weak types that jit keeps
+    (e.g. `dynamic_update_slice` of a weakly typed buffer), which changes later promotion."""
+    if getattr(aval, "weak_type", False) and not jax.typeof(value).weak_type:
+        return lax_internal._convert_element_type(value, aval.dtype, weak_type=True)
+    return value
+
+
 @dataclass
 class _Traced:
     """What one input signature traced to, and the interpreter that runs it."""
@@ -65,17 +74,14 @@ class _Traced:
     closed_jaxpr: core.ClosedJaxpr
     out_tree: Any
     converted: Converted
-    _interpreter: Interpreter | None = None
-    _counter: _OpCounter | None = None
+    schedules: Schedules = field(default_factory=Schedules)
 
     def run(self, flat_args) -> tuple[PythonValues, int]:
         """Interpret the module on flat arguments; returns the outputs and the ops run."""
-        if self._interpreter is None:
-            self._counter = _OpCounter()
-            self._interpreter = make_interpreter(self.converted.module, self.converted.table, [self._counter])
-        self._counter.ops = 0
-        outputs = self._interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
-        return outputs, self._counter.ops
+        counter = _OpCounter()
+        interpreter = make_interpreter(self.converted.module, self.converted.table, [counter], self.schedules)
+        outputs = interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
+        return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), counter.ops
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:

@@ -19,12 +19,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax._src import core
+from jax._src.lax import lax as lax_internal
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 
 from jaxalloc.dialects import jx
-from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.types import dtype_of, tensor_type
 
 _INLINED_JAXPR_PARAM = {
@@ -109,8 +109,9 @@ def _constant(value: Any, aval) -> Any:
     would otherwise not come back as `jax.jit` returns it."""
     if isinstance(value, jax.Array):
         return value
-    array = jnp.asarray(value)
-    return array if array.dtype == aval.dtype else jnp.asarray(value, aval.dtype)
+    if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.extended):
+        return jnp.asarray(value)
+    return lax_internal._convert_element_type(jnp.asarray(value), aval.dtype, aval.weak_type)
 
 
 def _const_text(value: Any) -> str | None:
@@ -286,11 +287,12 @@ def _glue_jaxpr(fn: Callable, avals: tuple, static: tuple) -> core.ClosedJaxpr:
 
 
 def _zeros(*, aval):
+    """A zero buffer of `aval`, weakly typed where `aval` is, so stacked ys keep scan's output type."""
     if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key):
         impl = aval.dtype._impl
         data = lax.full((*aval.shape, *impl.key_shape), 0, np.uint32)
         return jax.random.wrap_key_data(data, impl=impl.name)
-    return lax.full(aval.shape, 0, aval.dtype)
+    return lax_internal._convert_element_type(lax.full(aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)
 
 
 def _any(pred):

@@ -28,16 +28,13 @@ from jaxalloc.frontend import BindTable
 from jaxalloc.liveness import last_uses
 
 
-@register_impls
-@dataclass
-class JxFunctions(InterpreterFunctions):
-    """Implementations of the jx ops over jax arrays; `table` holds what `jx.prim` binds."""
+class Schedules:
+    """Each block's run schedule, computed once per module and shared by every run of it."""
 
-    table: BindTable
-    _env: dict[SSAValue, Any] = field(default_factory=dict)
-    _steps: dict[Block, list[tuple]] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self._steps: dict[Block, list[tuple]] = {}
 
-    def _schedule(self, block: Block) -> list[tuple]:
+    def __call__(self, block: Block) -> list[tuple]:
         """Per op of `block`: the op, its operands, its results, the values dying at it."""
         steps = self._steps.get(block)
         if steps is None:
@@ -47,11 +44,24 @@ class JxFunctions(InterpreterFunctions):
             ]
         return steps
 
+
+@register_impls
+@dataclass
+class JxFunctions(InterpreterFunctions):
+    """Implementations of the jx ops over jax arrays, for one run (the environment is per run).
+
+    `table` holds what `jx.prim` binds and `jx.const` returns.
+    """
+
+    table: BindTable
+    schedules: Schedules = field(default_factory=Schedules)
+    _env: dict[SSAValue, Any] = field(default_factory=dict)
+
     def run_block(self, interpreter: Interpreter, block: Block, args: PythonValues) -> PythonValues:
         """Run `block` to its `jx.yield` and return the yielded values."""
         env = self._env
         env.update(zip(block.args, args, strict=True))
-        for op, operands, results, dead in self._schedule(block):
+        for op, operands, results, dead in self.schedules(block):
             inputs = tuple(env[v] for v in operands)
             if not isinstance(op, jx.YieldOp):
                 env.update(zip(results, interpreter.run_op(op, inputs)))
@@ -95,8 +105,10 @@ def _as_array(value: Any) -> Any:
     return value if isinstance(value, jax.Array) else jnp.asarray(value)
 
 
-def make_interpreter(module: ModuleOp, table: BindTable, listeners=()) -> Interpreter:
-    """An xDSL interpreter for a converted module, ready for `call_op(name, args)`."""
+def make_interpreter(
+    module: ModuleOp, table: BindTable, listeners=(), schedules: Schedules | None = None
+) -> Interpreter:
+    """An xDSL interpreter for one run of a converted module: `call_op(name, args)`."""
     interpreter = Interpreter(module, listeners=tuple(listeners))
-    interpreter.register_implementations(JxFunctions(table))
+    interpreter.register_implementations(JxFunctions(table, schedules or Schedules()))
     return interpreter

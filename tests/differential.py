@@ -24,6 +24,7 @@ def assert_same(actual, expected) -> None:
     for a, e in zip(a_leaves, e_leaves):
         if jax.dtypes.issubdtype(e.dtype, jax.dtypes.prng_key):
             a, e = jax.random.key_data(a), jax.random.key_data(e)
+        assert jax.typeof(a).weak_type == jax.typeof(e).weak_type, f"weak type {jax.typeof(a)} != {jax.typeof(e)}"
         a, e = np.asarray(a), np.asarray(e)
         assert a.shape == e.shape and a.dtype == e.dtype, f"{a.shape}/{a.dtype} != {e.shape}/{e.dtype}"
         if jax.dtypes.issubdtype(e.dtype, np.inexact):
