@@ -45,10 +45,7 @@ def beam(problem: Problem, width: int = 4) -> Allocation:
         for done in release.get(t, ()):
             free_slots.append(int(slot_of[done]))
         members = units.members[u]
-        busy = conflicts.mask(int(members[0]))
-        for b in members[1:]:
-            busy |= conflicts.mask(int(b))
-        busy = np.flatnonzero(busy & placed)
+        busy = np.flatnonzero(conflicts.mask_any(members) & placed)
         size = int(units.size[u])
         k = len(peaks)
         lo = slots[:k][:, slot_of[units.of[busy]]]

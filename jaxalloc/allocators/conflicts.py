@@ -68,6 +68,13 @@ class Conflicts:
             out[:] = False
         return out
 
+    def mask_any(self, blocks) -> np.ndarray:
+        """Boolean mask of the blocks that conflict with any of ``blocks`` (a companion string)."""
+        out = self.mask(int(blocks[0]))
+        for b in blocks[1:]:
+            out |= self.mask(int(b))
+        return out
+
     def among(self, i: int, cols: np.ndarray) -> np.ndarray:
         """Boolean mask over ``cols``: which of those blocks conflict with block ``i``."""
         if self.timed:

@@ -57,10 +57,7 @@ def place_in_order(problem: Problem, order_by, rule: str, name: str) -> Allocati
     placed = np.zeros(problem.n, bool)
     for u in order_by(units, np.flatnonzero(units.size > 0)):
         members = units.members[u]
-        busy = conflicts.mask(int(members[0]))
-        for b in members[1:]:
-            busy |= conflicts.mask(int(b))
-        busy = np.flatnonzero(busy & placed)
+        busy = np.flatnonzero(conflicts.mask_any(members) & placed)
         starts, ends = gaps(offsets[busy], offsets[busy] + sizes[busy])
         offsets[members] = choose_gap(starts, ends, int(units.size[u]), rule)
         placed[members] = True

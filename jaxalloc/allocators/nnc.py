@@ -65,8 +65,5 @@ def _run_ends(sorted_sizes: np.ndarray) -> np.ndarray:
 def _clear_marks(plan: GraphPlanner, cannot_insert: np.ndarray, string: np.ndarray, size: int) -> None:
     """A new group gives a new chance to the smaller unplaced units that interfere with none of its blocks."""
     c, units = plan.conflicts, plan.units
-    touching = np.zeros(c.n, bool)
-    for block in string:
-        touching |= c.mask(int(block))
-    clear = np.bincount(units.of[touching], minlength=units.count) == 0
+    clear = np.bincount(units.of[c.mask_any(string)], minlength=units.count) == 0
     cannot_insert[plan.unplaced & cannot_insert & (units.size <= size) & clear] = False
