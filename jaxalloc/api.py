@@ -176,7 +176,10 @@ def planned(fun: None = None, /, *, mode: str = "eager") -> Callable[[Callable],
 
 
 def planned(fun: Callable | None = None, /, *, mode: str = "eager"):
-    """Plan `fun`'s memory and run it op by op; use as `@planned` or `@planned(mode=...)`."""
+    """Trace `fun` to a jx module (once per input signature) and run it op by op, like `jax.jit`.
+
+    Use as `@planned` or `@planned(mode=...)`. `mode="eager"` runs on plain jax arrays.
+    """
     if fun is None:
         return functools.partial(planned, mode=mode)
     return Planned(fun, mode=mode)
