@@ -9,4 +9,10 @@ def _jx():
     return JX
 
 
-JAXALLOC_UNIVERSE = Universe(all_dialects={"jx": _jx}, all_passes={})
+def _mem():
+    from jaxalloc.dialects.mem import MEM
+
+    return MEM
+
+
+JAXALLOC_UNIVERSE = Universe(all_dialects={"jx": _jx, "mem": _mem}, all_passes={})

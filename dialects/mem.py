@@ -1,0 +1,130 @@
+"""
+The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
+
+- `#mem.slot<offset = 128, size = 4096>`: a byte range of the function's arena.
+- `#mem.views<initial = [0], slots = [#mem.slot<...>, #mem.slot<...>]>`: NNC's multi-view
+  of a loop-carried value. Round `i` of the loop reads the loop's init operand `initial[i]`
+  in place while `i < len(initial)` (NNC's Type II view: nothing is copied in), and
+  `slots[(i - len(initial)) % len(slots)]` after that; the repeat length is `len(slots)`.
+- `#mem.arena<bytes = 65536>`: the arena size of a planned function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
+from xdsl.irdl import irdl_attr_definition
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+
+def _parse_keyword_int(parser: AttrParser, keyword: str) -> int:
+    parser.parse_keyword(keyword)
+    parser.parse_punctuation("=")
+    return parser.parse_integer(allow_boolean=False, allow_negative=False)
+
+
+@irdl_attr_definition
+class SlotAttr(ParametrizedAttribute):
+    """A byte range `[offset, offset + size)` of the arena."""
+
+    name = "mem.slot"
+
+    offset: IntAttr
+    size: IntAttr
+
+    def __init__(self, offset: int, size: int):
+        super().__init__(IntAttr(offset), IntAttr(size))
+
+    @property
+    def end(self) -> int:
+        return self.offset.data + self.size.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            offset = _parse_keyword_int(parser, "offset")
+            parser.parse_punctuation(",")
+            size = _parse_keyword_int(parser, "size")
+        return (IntAttr(offset), IntAttr(size))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<offset = {self.offset.data}, size = {self.size.data}>")
+
+
+@irdl_attr_definition
+class ViewsAttr(ParametrizedAttribute):
+    """The multi-view of a loop-carried value: init operands read in place first, then a ring of slots."""
+
+    name = "mem.views"
+
+    initial: ArrayAttr[IntAttr]
+    slots: ArrayAttr[SlotAttr]
+
+    def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr]):
+        super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots))
+
+    @property
+    def repeat(self) -> int:
+        return len(self.slots)
+
+    def view(self, round_: int) -> int | SlotAttr:
+        """What round `round_` reads: an init operand's index, or a slot."""
+        if round_ < len(self.initial):
+            return self.initial.data[round_].data
+        return self.slots.data[(round_ - len(self.initial)) % self.repeat]
+
+    def verify(self) -> None:
+        if not self.slots.data:
+            raise VerifyException("#mem.views needs at least one slot")
+        if len({s.size.data for s in self.slots.data}) != 1:
+            raise VerifyException("the slots of #mem.views must all have one size")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            parser.parse_keyword("initial")
+            parser.parse_punctuation("=")
+            initial = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False, allow_negative=False)
+            )
+            parser.parse_punctuation(",")
+            parser.parse_keyword("slots")
+            parser.parse_punctuation("=")
+            slots = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
+        if not all(isinstance(s, SlotAttr) for s in slots):
+            parser.raise_error("the slots of #mem.views must be #mem.slot attributes")
+        return (ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<initial = [")
+        printer.print_list(self.initial.data, lambda i: printer.print_int(i.data))
+        printer.print_string("], slots = [")
+        printer.print_list(self.slots.data, printer.print_attribute)
+        printer.print_string("]>")
+
+
+@irdl_attr_definition
+class ArenaAttr(ParametrizedAttribute):
+    """The size in bytes of a planned function's arena."""
+
+    name = "mem.arena"
+
+    bytes: IntAttr
+
+    def __init__(self, size: int):
+        super().__init__(IntAttr(size))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (IntAttr(_parse_keyword_int(parser, "bytes")),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<bytes = {self.bytes.data}>")
+
+
+MEM = Dialect("mem", [], [SlotAttr, ViewsAttr, ArenaAttr])

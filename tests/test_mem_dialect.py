@@ -1,0 +1,30 @@
+"""The plan attributes: what round i of a loop reads through a multi-view."""
+
+import pytest
+from xdsl.utils.exceptions import VerifyException
+
+from jaxalloc.dialects.mem import SlotAttr, ViewsAttr
+
+
+def test_type_ii_view_reads_the_init_operand_once_then_cycles_the_slots():
+    a, b = SlotAttr(0, 64), SlotAttr(64, 64)
+    views = ViewsAttr([0], [a, b])
+    assert views.repeat == 2
+    assert [views.view(i) for i in range(5)] == [0, a, b, a, b]
+
+
+def test_a_rotation_reads_other_positions_init_operands_first():
+    ring = [SlotAttr(64 * k, 64) for k in range(4)]
+    views = ViewsAttr([0, 1, 2, 3], ring)
+    assert [views.view(i) for i in range(6)] == [0, 1, 2, 3, ring[0], ring[1]]
+
+
+def test_slots_of_one_multi_view_have_one_size():
+    with pytest.raises(VerifyException, match="one size"):
+        ViewsAttr([], [SlotAttr(0, 64), SlotAttr(64, 128)])
+    with pytest.raises(VerifyException, match="at least one slot"):
+        ViewsAttr([0], [])
+
+
+def test_slot_end():
+    assert SlotAttr(128, 4096).end == 4224
