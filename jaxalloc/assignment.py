@@ -1,0 +1,340 @@
+"""Buffer assignment: every value of a jx function gets a place in one arena.
+
+NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
+- In a block, values merge into buffers: a view joins its operand's buffer, and an op that
+  may run in place joins the buffer of an operand whose last use it is (same byte size).
+- Each region op gets one temporary block of memory, live only at the op, that its regions
+  plan their own values into (a case's branches share it; a loop's condition and body too).
+- A value a case branch computes and yields is placed where the parent keeps the case result.
+- Every loop-carried position gets a multi-view: round 0 reads the loop's init operand in
+  place (Type II), later rounds a ring of R slots in the parent. R = 1 where the next round's
+  value can share the slot (computed in place into it, or born after the old value died),
+  else 2. Where the init operand dies at the loop it becomes the ring's first slot (R = 1 for
+  an in-place update such as scan's stacked `ys`). A position yielded unchanged keeps its
+  init operand. A yield that is not computed in the body (another carried value, a value from
+  outside) is copied into the ring each round (`Carry.copied`).
+
+The result is a set of rows on the flattened schedule (one per buffer, one per ring slot)
+with absolute offsets: any two rows overlapping in time must be disjoint in address, which
+the independent checker verifies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from jaxalloc.allocators import Problem, allocate
+from jaxalloc.dialects import jx
+from jaxalloc.inplace import in_place_candidates, is_view
+from jaxalloc.liveness import block_liveness, defined_in, flat_schedule
+from jaxalloc.types import byte_size
+
+
+@dataclass
+class Carry:
+    """How one loop-carried position is stored across rounds."""
+
+    repeat: int
+    """R: the number of ring slots (0 for a position yielded unchanged)."""
+    initial: tuple[int, ...]
+    """Init operands read in place before the ring: `(k,)` (Type II) or `()` when slot 0 is the init's memory."""
+    copied: bool
+    """Whether the value yielded for this position is copied into the ring each round."""
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One buffer of a block: the values sharing it, where it is, and when it is live."""
+
+    values: list[SSAValue]
+    offset: int
+    slot_size: int
+    repeat: int
+    """Ring slots laid end to end (1 for a plain buffer)."""
+    start: int
+    end: int
+    """Half-open interval on the block's schedule."""
+
+
+@dataclass
+class BlockPlan:
+    """The plan of one block: its values' offsets in the block's own memory, and its sub-graphs."""
+
+    size: int = 0
+    offsets: dict[SSAValue, int] = field(default_factory=dict)
+    """Offset within the block's memory of every value whose buffer this block planned."""
+    buffers: list[Buffer] = field(default_factory=list)
+    regions: dict[Operation, tuple[int, list["BlockPlan"]]] = field(default_factory=dict)
+    """For each region op: the offset of its temporary block and the plans of its regions."""
+    carries: dict[Operation, list[Carry]] = field(default_factory=dict)
+    placed_in: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """Values of this block stored in a parent value's memory (a case result, a loop ring)."""
+    roots: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """The buffer representative of every value of the block."""
+
+
+class _Merge:
+    """Union-find over the values of one block: which values share a buffer."""
+
+    def __init__(self) -> None:
+        self.parent: dict[SSAValue, SSAValue] = {}
+
+    def find(self, value: SSAValue) -> SSAValue:
+        while (up := self.parent.get(value, value)) is not value:
+            value = up
+        return value
+
+
+@dataclass(frozen=True)
+class _Options:
+    allocator: str
+    alignment: int
+    include_outputs: bool
+
+
+def plan_function(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False) -> BlockPlan:
+    """Plan every value of `func`; returns the function block's plan (offsets from the arena start)."""
+    options = _Options(allocator, alignment, include_outputs)
+    block = func.body.block
+    outside = set(block.args)
+    if not include_outputs:
+        outside.update(block.last_op.operands)
+    return _plan_block(block, options, outside, dictated={}, foldable=set())
+
+
+def _pad(size: int, alignment: int) -> int:
+    return max(-(-size // alignment) * alignment, alignment)
+
+
+class _BlockPlanner:
+    """Plans one block: merges values into buffers, recurses into regions, allocates."""
+
+    def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set):
+        self.block, self.options = block, options
+        self.outside, self.dictated, self.foldable = outside, dictated, foldable
+        self.ops = list(block.ops)
+        self.live = block_liveness(block)
+        self.position = {v: i for i, v in enumerate(self.live.values)}
+        self.merge = _Merge()
+        self.members: dict[SSAValue, list[SSAValue]] = {}
+        self.plan = BlockPlan()
+        self.rings: dict[SSAValue, tuple[int, int]] = {}  # loop result -> (slot size, repeat)
+        self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
+
+    def external(self, value: SSAValue) -> bool:
+        """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
+
+        A loop ring of several slots stays in the arena even when the loop's result is an output:
+        the result is whichever slot the last round wrote.
+        """
+        root = self.merge.find(value)
+        if not defined_in(root, self.block) or isinstance(root.owner, jx.ConstOp):
+            return True
+        group = self.members.get(root, [root])
+        if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
+            return False
+        return any(m in self.outside for m in group)
+
+    def end_of(self, value: SSAValue) -> int:
+        root = self.merge.find(value)
+        return max(int(self.live.end[self.position[m]]) for m in self.members.get(root, [root]))
+
+    def join(self, value: SSAValue, into: SSAValue) -> None:
+        root, other = self.merge.find(into), self.merge.find(value)
+        if root is other:
+            return
+        self.merge.parent[other] = root
+        self.members.setdefault(root, [root]).extend(self.members.pop(other, [other]))
+
+    def fold(self, index: int, op: Operation) -> None:
+        """NNC's in-place folding: the result takes an operand's buffer where that operand dies here."""
+        result = op.results[0]
+        for p in in_place_candidates(op):
+            x = op.operands[p]
+            root = self.merge.find(x)
+            if self.external(x):
+                continue
+            if isinstance(root, BlockArgument) and root not in self.foldable:
+                continue
+            if any(m in self.dictated for m in self.members.get(root, [root])) and root not in self.foldable:
+                continue
+            if self.end_of(x) == index + 1:
+                self.join(result, x)
+                return
+
+    def run(self) -> BlockPlan:
+        for index, op in enumerate(self.ops):
+            if isinstance(op, jx.YieldOp):
+                continue
+            if is_view(op):
+                self.join(op.results[0], op.operands[0])
+            elif isinstance(op, jx.CaseOp):
+                self.case(index, op)
+            elif isinstance(op, jx.WhileOp):
+                self.loop(index, op)
+            else:
+                self.fold(index, op)
+        self.allocate()
+        return self.plan
+
+    def case(self, index: int, op: jx.CaseOp) -> None:
+        plans = []
+        for branch in op.branches:
+            block = branch.block
+            placed: dict[SSAValue, SSAValue] = {}
+            for value, result in zip(block.last_op.operands, op.res):
+                if defined_in(value, block) and not isinstance(value.owner, jx.ConstOp) and value not in placed:
+                    placed[value] = result
+            plans.append(_plan_block(block, self.options, set(), placed, set()))
+        self.plan.regions[op] = (0, plans)
+        self.temporaries.append((op, max(p.size for p in plans), index))
+
+    def loop(self, index: int, op: jx.WhileOp) -> None:
+        body = op.body.block
+        yields = list(body.last_op.operands)
+        init_roots = [self.merge.find(v) for v in op.inits]
+        eligible = set()
+        for k, (init, root) in enumerate(zip(op.inits, init_roots)):
+            dies_here = not self.external(init) and self.end_of(init) == index + 1
+            if dies_here and init_roots.count(root) == 1 and yields[k] is not body.args[k]:
+                eligible.add(body.args[k])
+        computed = {v: op.res[k] for k, v in reversed(list(enumerate(yields)))
+                    if defined_in(v, body) and not isinstance(v, BlockArgument) and not isinstance(v.owner, jx.ConstOp)}
+        dictated = {a: r for a, r in zip(body.args, op.res)} | computed
+        foldable = set(eligible)
+        while True:
+            body_plan = _plan_block(body, self.options, set(), dictated, foldable)
+            wrong = {a for a in foldable if not self._folds_only_its_yield(body_plan, body, a)}
+            if not wrong:
+                break
+            foldable -= wrong
+        cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, op.res)), set())
+        carries = []
+        claimed: set[SSAValue] = set()
+        for k, (x, y) in enumerate(zip(body.args, yields)):
+            if y is x:
+                carries.append(Carry(0, (k,), False))
+                self.join(op.res[k], op.inits[k])
+                continue
+            root_y = body_plan.roots.get(y)
+            own = y in computed and computed[y] is op.res[k] and root_y not in claimed
+            if own:
+                claimed.add(root_y)
+            if own and root_y is body_plan.roots.get(x):
+                repeat = 1
+            elif own:
+                repeat = 1 if self._dies_before(body, body_plan, x, root_y) else 2
+            else:
+                repeat = 2
+            k0n = x in eligible
+            carries.append(Carry(repeat, () if k0n else (k,), not own))
+            self.rings[op.res[k]] = (byte_size(op.res[k].type), repeat)
+            if k0n:
+                self.join(op.res[k], op.inits[k])
+        self.plan.carries[op] = carries
+        self.plan.regions[op] = (0, [cond_plan, body_plan])
+        self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
+
+    @staticmethod
+    def _folds_only_its_yield(plan: BlockPlan, body: Block, arg: BlockArgument) -> bool:
+        """A result computed into a carried value's slot must be what that position yields, and only that."""
+        root = plan.roots.get(arg)
+        merged = [v for v, r in plan.roots.items() if r is root and v is not arg]
+        if not merged:
+            return True
+        yields = list(body.last_op.operands)
+        mine = yields[arg.index]
+        others = [y for i, y in enumerate(yields) if i != arg.index]
+        return mine in merged and not any(plan.roots.get(y) is root for y in others) and not any(
+            plan.roots.get(a) is root for a in body.args if a is not arg
+        )
+
+    @staticmethod
+    def _dies_before(body: Block, plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
+        """Whether carried value `x` is dead before the buffer of the next round's value is born."""
+        live = block_liveness(body)
+        spans = {v: (int(s), int(e)) for v, s, e in zip(live.values, live.start, live.end)}
+        x_root = plan.roots.get(x, x)
+        x_end = max(spans[v][1] for v, r in plan.roots.items() if r is x_root)
+        y_start = min(spans[v][0] for v, r in plan.roots.items() if r is root_y)
+        return x_end <= y_start
+
+    def allocate(self) -> None:
+        groups: dict[SSAValue, list[SSAValue]] = {}
+        for value in self.live.values:
+            root = self.merge.find(value)
+            self.plan.roots[value] = root
+            groups.setdefault(root, []).append(value)
+        keys, sizes, starts, ends, repeats = [], [], [], [], []
+        for root, values in groups.items():
+            if self.external(root):
+                continue
+            placed = [v for v in values if v in self.dictated]
+            if placed:
+                self.plan.placed_in.update((v, self.dictated[placed[0]]) for v in values)
+                continue
+            ring = next((self.rings[v] for v in values if v in self.rings), None)
+            slot, repeat = ring if ring is not None else (max(byte_size(v.type) for v in values), 1)
+            slot = _pad(slot, self.options.alignment)
+            keys.append(values)
+            sizes.append(slot * repeat)
+            repeats.append(repeat)
+            starts.append(min(int(self.live.start[self.position[v]]) for v in values))
+            ends.append(max(int(self.live.end[self.position[v]]) for v in values))
+        for op, size, index in self.temporaries:
+            keys.append(op)
+            sizes.append(_pad(size, self.options.alignment) if size else 0)
+            repeats.append(1)
+            starts.append(index)
+            ends.append(index + 1)
+        if not keys:
+            return
+        problem = Problem.from_intervals(sizes, starts, ends, alignment=self.options.alignment)
+        allocation = allocate(problem, self.options.allocator)
+        self.plan.size = int(allocation.peak)
+        for key, offset, size, repeat, start, end in zip(keys, allocation.offsets, sizes, repeats, starts, ends):
+            if isinstance(key, list):
+                self.plan.offsets.update((v, int(offset)) for v in key)
+                self.plan.buffers.append(Buffer(key, int(offset), size // repeat, repeat, start, end))
+            else:
+                self.plan.regions[key] = (int(offset), self.plan.regions[key][1])
+
+
+def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set) -> BlockPlan:
+    return _BlockPlanner(block, options, outside, dictated, foldable).run()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One buffer (or one ring slot) on the flattened schedule, at its absolute arena offset."""
+
+    name: str
+    size: int
+    offset: int
+    start: int
+    end: int
+    region: str
+    repeat: int
+
+
+def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
+    """The checkable form of a plan: rows overlapping in time must be disjoint in address."""
+    spans = flat_schedule(func)
+    rows: list[Row] = []
+
+    def visit(block: Block, block_plan: BlockPlan, base: int, region: str) -> None:
+        ops = list(block.ops)
+        for buffer in block_plan.buffers:
+            begin, finish = spans[ops[buffer.start]][0], spans[ops[buffer.end - 1]][1]
+            name = next((v.name_hint for v in buffer.values if v.name_hint), "%")
+            for slot in range(buffer.repeat):
+                offset = base + buffer.offset + slot * buffer.slot_size
+                rows.append(Row(name, buffer.slot_size, offset, begin, finish, region, buffer.repeat))
+        for op, (offset, plans) in block_plan.regions.items():
+            for i, (child_region, child_plan) in enumerate(zip(op.regions, plans)):
+                visit(child_region.block, child_plan, base + offset, f"{region}/{op.name}#{ops.index(op)}.{i}")
+
+    visit(func.body.block, plan, 0, func.sym_name.data)
+    return rows
