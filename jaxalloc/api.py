@@ -22,6 +22,7 @@ from xdsl.interpreter import PythonValues
 from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.interpreter import Schedules, make_interpreter
+from jaxalloc.plan import Plan, make_plan
 
 MODES = ("eager",)
 
@@ -160,6 +161,10 @@ class Planned:
     def lower(self, *args, **kwargs) -> ModuleOp:
         """The jx module (before planning) for these arguments; arguments may be ShapeDtypeStructs."""
         return self._traced(args, kwargs).converted.module
+
+    def plan(self, *args, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False) -> Plan:
+        """The arena plan for these arguments (arguments may be ShapeDtypeStructs)."""
+        return make_plan(self.lower(*args), allocator, alignment, include_outputs)
 
     def __call__(self, *args, **kwargs):
         traced = self._traced(args, kwargs)

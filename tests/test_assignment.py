@@ -93,3 +93,22 @@ def test_a_case_block_is_as_large_as_its_largest_branch():
     offset, (small, big) = plan.regions[case]
     assert big.size == 3 * MiB and small.size == MiB
     assert plan.size < 4 * MiB
+
+
+def test_plan_object_of_a_planned_function(tmp_path):
+    def mlp(x, w1, w2):
+        return jnp.tanh(jnp.tanh(x @ w1) @ w2).sum()
+
+    args = (jnp.ones((64, 128)), jnp.ones((128, 256)), jnp.ones((256, 32)))
+    plan = jaxalloc.planned(mlp).plan(*args)
+    plan.check()
+    assert isinstance(plan, jaxalloc.Plan) and plan.allocator == "nnc"
+    # x @ w1 is 64 KiB and folds its tanh in place; @ w2 gives 8 KiB while the 64 KiB value is live
+    assert plan.lower_bound == 64 * 1024 + 8 * 1024 == plan.arena_bytes
+    assert {r.name for r in plan.buffers} >= {"d", "f"}
+    plan.to_csv(tmp_path / "plan.csv")
+    header, *lines = (tmp_path / "plan.csv").read_text().splitlines()
+    assert header == "tensor_name,size,offset,start_time,end_time" and len(lines) == len(plan.buffers)
+    plan.plot(tmp_path / "plan.png")
+    assert (tmp_path / "plan.png").stat().st_size > 1000
+    assert jaxalloc.planned(mlp).plan(*args, include_outputs=True).arena_bytes >= plan.arena_bytes
