@@ -6,6 +6,8 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   of a loop-carried value. Round `i` of the loop reads the loop's init operand `initial[i]`
   in place while `i < len(initial)` (NNC's Type II view: nothing is copied in), and
   `slots[(i - len(initial)) % len(slots)]` after that; the repeat length is `len(slots)`.
+  A position the body yields unchanged has no slots: every round reads its init operand. A
+  position with neither lives outside the arena (in the function's output buffer).
 - `#mem.arena<bytes = 65536>`: the arena size of a planned function.
 """
 
@@ -71,16 +73,16 @@ class ViewsAttr(ParametrizedAttribute):
     def repeat(self) -> int:
         return len(self.slots)
 
-    def view(self, round_: int) -> int | SlotAttr:
-        """What round `round_` reads: an init operand's index, or a slot."""
-        if round_ < len(self.initial):
-            return self.initial.data[round_].data
+    def view(self, round_: int) -> int | SlotAttr | None:
+        """What round `round_` reads: an init operand's index, a slot, or None (outside the arena)."""
+        if not self.initial.data and not self.slots.data:
+            return None
+        if round_ < len(self.initial) or not self.slots.data:
+            return self.initial.data[min(round_, len(self.initial) - 1)].data
         return self.slots.data[(round_ - len(self.initial)) % self.repeat]
 
     def verify(self) -> None:
-        if not self.slots.data:
-            raise VerifyException("#mem.views needs at least one slot")
-        if len({s.size.data for s in self.slots.data}) != 1:
+        if len({s.size.data for s in self.slots.data}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
 
     @classmethod

@@ -15,4 +15,19 @@ def _mem():
     return MEM
 
 
-JAXALLOC_UNIVERSE = Universe(all_dialects={"jx": _jx, "mem": _mem}, all_passes={})
+def _assign_buffers():
+    from jaxalloc.passes import AssignBuffersPass
+
+    return AssignBuffersPass
+
+
+def _verify_plan():
+    from jaxalloc.passes import VerifyPlanPass
+
+    return VerifyPlanPass
+
+
+JAXALLOC_UNIVERSE = Universe(
+    all_dialects={"jx": _jx, "mem": _mem},
+    all_passes={"jx-assign-buffers": _assign_buffers, "jx-verify-plan": _verify_plan},
+)

@@ -22,8 +22,15 @@ def test_a_rotation_reads_other_positions_init_operands_first():
 def test_slots_of_one_multi_view_have_one_size():
     with pytest.raises(VerifyException, match="one size"):
         ViewsAttr([], [SlotAttr(0, 64), SlotAttr(64, 128)])
-    with pytest.raises(VerifyException, match="at least one slot"):
-        ViewsAttr([0], [])
+
+
+def test_a_position_outside_the_arena_has_no_views():
+    assert ViewsAttr([], []).view(0) is None
+
+
+def test_an_unchanged_carry_reads_its_init_operand_every_round():
+    views = ViewsAttr([3], [])
+    assert [views.view(i) for i in range(3)] == [3, 3, 3]
 
 
 def test_slot_end():

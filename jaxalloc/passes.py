@@ -1,0 +1,196 @@
+"""The xDSL passes of jaxalloc: they translate between jx IR and plans, the algorithms live elsewhere.
+
+- `jx-assign-buffers{allocator=nnc alignment=64 include-outputs=false}` plans every function and
+  writes the plan onto the IR: `mem.arena` on the function, `mem.slot` on every op whose result
+  has a fixed place (`mem.slots` for several results), `mem.views` on every loop.
+- `jx-verify-plan` re-plans nothing: it rebuilds the rows of a planned function and runs the
+  independent checker, naming the two overlapping values when the plan is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.ir import Block, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from jaxalloc.allocators import get_allocator
+from jaxalloc.assignment import BlockPlan, plan_function
+from jaxalloc.checker import find_violations
+from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import ArenaAttr, SlotAttr, ViewsAttr
+from jaxalloc.errors import JaxallocError
+from jaxalloc.inplace import in_place_candidates, is_view
+
+
+def _functions(module: ModuleOp) -> list[jx.FuncOp]:
+    return [op for op in module.ops if isinstance(op, jx.FuncOp)]
+
+
+@dataclass(frozen=True)
+class AssignBuffersPass(ModulePass):
+    """Gives every value of every jx function a place in one arena (NNC, with multi-view loops)."""
+
+    name = "jx-assign-buffers"
+
+    allocator: str = "nnc"
+    """A registered allocator name (`jaxalloc.allocators.ALLOCATORS`)."""
+    alignment: int = 64
+    """Every offset is a multiple of it."""
+    include_outputs: bool = False
+    """Plan the function's outputs in the arena too (by default they are separate, as XLA's)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            get_allocator(self.allocator)
+        except JaxallocError as e:
+            raise DiagnosticException(str(e)) from None
+        for func in _functions(op):
+            plan = plan_function(func, self.allocator, self.alignment, self.include_outputs)
+            func.attributes["mem.arena"] = ArenaAttr(plan.size)
+            _annotate(func.body.block, plan, 0, {})
+
+
+def _annotate(block: Block, plan: BlockPlan, base: int, outer: dict[SSAValue, SlotAttr]) -> None:
+    """Write `mem.slot`s for the values `plan` placed, then recurse into regions."""
+    slots: dict[SSAValue, SlotAttr] = {}
+    for buffer in plan.buffers:
+        for value in buffer.values:
+            if buffer.repeat == 1 or isinstance(value.owner, jx.WhileOp):  # ring members move every round
+                slots[value] = SlotAttr(base + buffer.offset, buffer.slot_size)
+    for value, parent_value in plan.placed_in.items():
+        if parent_value in outer:
+            slots[value] = outer[parent_value]
+    for op in block.ops:
+        if isinstance(op, jx.WhileOp):
+            _annotate_loop(op, plan, slots)
+        elif op.results and not isinstance(op, jx.CaseOp | jx.ConstOp):
+            placed = [slots.get(r) for r in op.results]
+            if len(placed) == 1 and placed[0] is not None:
+                op.attributes["mem.slot"] = placed[0]
+            elif any(s is not None for s in placed):
+                op.attributes["mem.slots"] = ArrayAttr(s or SlotAttr(0, 0) for s in placed)
+        if isinstance(op, jx.CaseOp):
+            placed = [slots.get(r) for r in op.results]
+            if any(s is not None for s in placed):
+                op.attributes["mem.slots"] = ArrayAttr(s or SlotAttr(0, 0) for s in placed)
+        if op in plan.regions:
+            offset, plans = plan.regions[op]
+            placed = {**outer, **slots} if isinstance(op, jx.CaseOp) else {}  # a loop's ring moves every round
+            for region, child in zip(op.regions, plans):
+                _annotate(region.block, child, base + offset, placed)
+
+
+def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, SlotAttr]) -> None:
+    views = []
+    for result, carry in zip(op.res, plan.carries[op]):
+        first = slots.get(result)
+        if first is None and carry.repeat:  # the ring is the function's output buffer
+            views.append(ViewsAttr((), ()))
+            continue
+        ring = [] if carry.repeat == 0 else [
+            SlotAttr(first.offset.data + i * first.size.data, first.size.data) for i in range(carry.repeat)
+        ]
+        views.append(ViewsAttr(carry.initial, ring))
+    op.attributes["mem.views"] = ArrayAttr(views)
+
+
+@dataclass(frozen=True)
+class VerifyPlanPass(ModulePass):
+    """Re-checks the plan written on every function with the independent checker.
+
+    It rebuilds the rows from the `mem` attributes alone: values sharing a slot by design (an op
+    run in place, a view, a branch's yield placed in the case result, a loop's init operand used as
+    its first slot) form one row; every loop slot is a row over the whole loop.
+    """
+
+    name = "jx-verify-plan"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in _functions(op):
+            arena = func.attributes.get("mem.arena")
+            if not isinstance(arena, ArenaAttr):
+                raise DiagnosticException(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
+            names, problem, offsets = _rows_from_attributes(func)
+            for violation in find_violations(problem, offsets, arena.bytes.data, limit=1):
+                which = " and ".join(names[i] for i in violation.blocks) or "the plan"
+                raise DiagnosticException(f"invalid plan of @{func.sym_name.data}: {which}: {violation.message}")
+
+
+def _slots_of(op) -> list:
+    if isinstance(op.attributes.get("mem.slot"), SlotAttr):
+        return [op.attributes["mem.slot"]]
+    slots = op.attributes.get("mem.slots")
+    return [s if s.size.data else None for s in slots.data] if isinstance(slots, ArrayAttr) else [None] * len(op.results)
+
+
+def _rows_from_attributes(func: jx.FuncOp):
+    from jaxalloc.allocators import Problem
+    from jaxalloc.liveness import block_liveness, flat_schedule
+
+    spans = flat_schedule(func)
+    slot: dict[SSAValue, SlotAttr] = {}
+    interval: dict[SSAValue, tuple[int, int]] = {}
+    parent: dict[SSAValue, SSAValue] = {}
+
+    def find(v):
+        while parent.get(v, v) is not v:
+            v = parent[v]
+        return v
+
+    def share(a, b):
+        if a in slot and b in slot and slot[a] == slot[b]:
+            parent[find(a)] = find(b)
+
+    rings = []
+    for block in [func.body.block, *(r.block for o in func.walk() for r in o.regions if o is not func)]:
+        ops = list(block.ops)
+        live = block_liveness(block)
+        for value, start, end in zip(live.values, live.start, live.end):
+            if isinstance(value, OpResult):
+                interval[value] = (spans[ops[int(start)]][0], spans[ops[int(end) - 1]][1])
+        for o in ops:
+            for value, s in zip(o.results, _slots_of(o)):
+                if s is not None:
+                    slot[value] = s
+    for o in func.walk():
+        if is_view(o):
+            share(o.results[0], o.operands[0])
+        for p in in_place_candidates(o):
+            share(o.results[0], o.operands[p])
+        if isinstance(o, jx.CaseOp):
+            for branch in o.branches:
+                for value, result in zip(branch.block.last_op.operands, o.res):
+                    share(value, result)
+        if isinstance(o, jx.WhileOp) and isinstance(o.attributes.get("mem.views"), ArrayAttr):
+            for k, (views, result) in enumerate(zip(o.attributes["mem.views"].data, o.res)):
+                if not views.slots.data:
+                    continue
+                end = interval[result][1]
+                slot[result] = views.slots.data[0]  # slot 0 stands for the ring, the rest are rows of their own
+                interval[result] = (spans[o][0], end)
+                if not views.initial.data:
+                    share(result, o.inits[k])
+                for i, s in enumerate(views.slots.data[1:], 1):
+                    rings.append((f"%{result.name_hint or 'loop'}[slot {i}]", s, spans[o][0], end))
+    groups: dict[SSAValue, list[SSAValue]] = {}
+    for value in slot:
+        groups.setdefault(find(value), []).append(value)
+    names, sizes, starts, ends, offsets = [], [], [], [], []
+    for members in groups.values():
+        s = slot[members[0]]
+        names.append(" / ".join(f"%{m.name_hint or '?'}" for m in members[:2]))
+        sizes.append(s.size.data)
+        offsets.append(s.offset.data)
+        starts.append(min(interval[m][0] for m in members))
+        ends.append(max(interval[m][1] for m in members))
+    for name, s, start, end in rings:
+        names.append(name)
+        sizes.append(s.size.data)
+        offsets.append(s.offset.data)
+        starts.append(start)
+        ends.append(end)
+    return names, Problem.from_intervals(sizes, starts, ends), offsets

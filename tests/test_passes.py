@@ -1,0 +1,69 @@
+"""The xDSL passes: the plan written on the IR, re-checked from the attributes alone."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import pytest
+from xdsl.context import Context
+from xdsl.utils.exceptions import DiagnosticException
+
+import jaxalloc
+from corpus_programs import PROGRAMS
+from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import ArenaAttr, SlotAttr
+from jaxalloc.passes import AssignBuffersPass, VerifyPlanPass
+
+
+def planned_module(fn, *args, **options):
+    module = jaxalloc.planned(fn).lower(*args).clone()
+    AssignBuffersPass(**options).apply(Context(), module)
+    return module
+
+
+@pytest.mark.parametrize("allocator", ["nnc", "greedy-size"])
+def test_every_corpus_plan_verifies_from_its_attributes(allocator):
+    for program in PROGRAMS:
+        module = planned_module(program.fn, *program.make_args(), allocator=allocator)
+        VerifyPlanPass().apply(Context(), module)
+
+
+def test_the_arena_attribute_matches_the_plan():
+    def mlp(x, w1, w2):
+        return jnp.tanh(jnp.tanh(x @ w1) @ w2).sum()
+
+    args = (jnp.ones((64, 128)), jnp.ones((128, 256)), jnp.ones((256, 32)))
+    module = planned_module(mlp, *args)
+    func = next(iter(module.ops))
+    assert func.attributes["mem.arena"] == ArenaAttr(jaxalloc.planned(mlp).plan(*args).arena_bytes)
+
+
+def test_a_corrupted_plan_is_caught_and_the_two_values_are_named():
+    def fn(x, y):
+        a = jnp.sin(x)
+        b = jnp.cos(y)
+        return (a @ b).sum()
+
+    module = planned_module(fn, jnp.ones((32, 32)), jnp.ones((32, 32)))
+    prims = {op.primitive.data: op for op in module.walk() if isinstance(op, jx.PrimOp)}
+    prims["cos"].attributes["mem.slot"] = prims["sin"].attributes["mem.slot"]
+    with pytest.raises(DiagnosticException, match=r"invalid plan of @fn: %c and %d|invalid plan of @fn: %d and %c"):
+        VerifyPlanPass().apply(Context(), module)
+
+
+def test_unknown_allocator_is_a_diagnostic():
+    with pytest.raises(DiagnosticException, match="unknown allocator 'fastest'"):
+        planned_module(lambda x: x * 2, jnp.ones(3), allocator="fastest")
+
+
+def test_xdsl_opt_runs_the_pipeline(tmp_path: Path):
+    text = str(jaxalloc.planned(lambda x, w: jnp.tanh(x @ w) @ w).lower(jnp.ones((8, 8)), jnp.ones((8, 8))))
+    xdsl_opt = Path(sys.executable).parent / "xdsl-opt"
+    run = subprocess.run(
+        [str(xdsl_opt), "-p", "jx-assign-buffers{allocator=best alignment=128},jx-verify-plan"],
+        input=text, capture_output=True, text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "mem.arena = #mem.arena<bytes = " in run.stdout
+    assert "mem.slot = #mem.slot<offset = 0, size = 256>" in run.stdout
