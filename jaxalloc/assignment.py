@@ -203,7 +203,9 @@ class _BlockPlanner:
         computed = {v: op.res[k] for k, v in reversed(list(enumerate(yields)))
                     if defined_in(v, body) and not isinstance(v, BlockArgument) and not isinstance(v.owner, jx.ConstOp)}
         dictated = {a: r for a, r in zip(body.args, op.res)} | computed
-        foldable = set(eligible)
+        # Computing the next value in place into the carried one is fine from round 1 on; in round 0
+        # the carried value is the init operand (read in place) and the result goes to the ring slot.
+        foldable = {x for x, y in zip(body.args, yields) if y in computed}
         while True:
             body_plan = _plan_block(body, self.options, set(), dictated, foldable)
             wrong = {a for a in foldable if not self._folds_only_its_yield(body_plan, body, a)}
