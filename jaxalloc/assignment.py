@@ -122,6 +122,7 @@ class _BlockPlanner:
         self.plan = BlockPlan()
         self.rings: dict[SSAValue, tuple[int, int]] = {}  # loop result -> (slot size, repeat)
         self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
+        self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a loop result may be it
 
     def external(self, value: SSAValue) -> bool:
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
@@ -193,65 +194,70 @@ class _BlockPlanner:
 
     def loop(self, index: int, op: jx.WhileOp) -> None:
         body = op.body.block
-        yields = list(body.last_op.operands)
-        init_roots = [self.merge.find(v) for v in op.inits]
-        eligible = set()
-        for k, (init, root) in enumerate(zip(op.inits, init_roots)):
-            dies_here = not self.external(init) and self.end_of(init) == index + 1
-            if dies_here and init_roots.count(root) == 1 and yields[k] is not body.args[k]:
-                eligible.add(body.args[k])
-        computed = {v: op.res[k] for k, v in reversed(list(enumerate(yields)))
+        args, yields, results = list(body.args), list(body.last_op.operands), list(op.res)
+        computed = {v: results[k] for k, v in reversed(list(enumerate(yields)))
                     if defined_in(v, body) and not isinstance(v, BlockArgument) and not isinstance(v.owner, jx.ConstOp)}
-        dictated = {a: r for a, r in zip(body.args, op.res)} | computed
-        # Computing the next value in place into the carried one is fine from round 1 on; in round 0
-        # the carried value is the init operand (read in place) and the result goes to the ring slot.
-        foldable = {x for x, y in zip(body.args, yields) if y in computed}
+        origins = _carry_origins(args, yields, computed, results)
+        # Each computed position c starts a ring; its values reach position p after `delay` rounds.
+        longest: dict[int, tuple[int, int]] = {}  # origin -> (delay, position) of its farthest reader
+        for p, (c, delay) in origins.items():
+            if delay > longest.get(c, (0, c))[0]:
+                longest[c] = (delay, p)
+        init_roots = [self.merge.find(v) for v in op.inits]
+        eligible = set()  # a lone origin whose init operand dies here: that memory is its ring's slot 0
+        for c, (delay, _) in longest.items():
+            init, root = op.inits[c], init_roots[c]
+            if delay == 1 and not self.external(init) and self.end_of(init) == index + 1 and init_roots.count(root) == 1:
+                eligible.add(c)
+        dictated = dict(zip(args, results)) | computed
+        # The next value may be computed in place into the oldest value of its ring (read for the last
+        # time in this round); in round 0 that is an init operand, read in place, and the result goes
+        # to the ring slot instead.
+        foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
         while True:
-            body_plan = _plan_block(body, self.options, set(), dictated, foldable)
-            wrong = {a for a in foldable if not self._folds_only_its_yield(body_plan, body, a)}
+            body_plan = _plan_block(body, self.options, set(), dictated, set(foldable))
+            wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             if not wrong:
                 break
-            foldable -= wrong
-        cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, op.res)), set())
+            foldable = {a: y for a, y in foldable.items() if a not in wrong}
+        cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, results)), set())
+        repeat = {}
+        for c, (delay, p) in longest.items():
+            root_y = body_plan.roots.get(yields[c])
+            shares = root_y is body_plan.roots.get(args[p]) or self._dies_before(body, body_plan, args[p], root_y)
+            repeat[c] = delay if shares else delay + 1
+            self.rings[results[c]] = (byte_size(results[c].type), repeat[c])
         carries = []
-        claimed: set[SSAValue] = set()
-        for k, (x, y) in enumerate(zip(body.args, yields)):
-            if y is x:
+        for k in range(len(args)):
+            if yields[k] is args[k]:
                 carries.append(Carry(0, (k,), False))
-                self.join(op.res[k], op.inits[k])
-                continue
-            root_y = body_plan.roots.get(y)
-            own = y in computed and computed[y] is op.res[k] and root_y not in claimed
-            if own:
-                claimed.add(root_y)
-            if own and root_y is body_plan.roots.get(x):
-                repeat = 1
-            elif own:
-                repeat = 1 if self._dies_before(body, body_plan, x, root_y) else 2
-            else:
-                repeat = 2
-            k0n = x in eligible
-            carries.append(Carry(repeat, () if k0n else (k,), not own))
-            self.rings[op.res[k]] = (byte_size(op.res[k].type), repeat)
-            if k0n:
-                self.join(op.res[k], op.inits[k])
+                self.join(results[k], op.inits[k])
+            elif k in origins:
+                c, delay = origins[k]
+                initial = () if k in eligible else _chain(k, delay, args, yields)
+                carries.append(Carry(repeat[c], initial, False))
+                if k in eligible:
+                    self.join(results[k], op.inits[k])
+                elif k != c:
+                    self.join(results[k], results[c])
+                for q in initial:
+                    self.keep_alive.append((op.inits[q], results[k]))
+            else:  # a value from outside the body, or one already yielded elsewhere: copied into a ring
+                carries.append(Carry(2, (k,), True))
+                self.rings[results[k]] = (byte_size(results[k].type), 2)
         self.plan.carries[op] = carries
         self.plan.regions[op] = (0, [cond_plan, body_plan])
         self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
 
     @staticmethod
-    def _folds_only_its_yield(plan: BlockPlan, body: Block, arg: BlockArgument) -> bool:
-        """A result computed into a carried value's slot must be what that position yields, and only that."""
+    def _folds_only(plan: BlockPlan, body: Block, arg: BlockArgument, allowed: SSAValue) -> bool:
+        """A result computed into a carried value's memory must be the one yield allowed there, and only it."""
         root = plan.roots.get(arg)
         merged = [v for v, r in plan.roots.items() if r is root and v is not arg]
         if not merged:
             return True
-        yields = list(body.last_op.operands)
-        mine = yields[arg.index]
-        others = [y for i, y in enumerate(yields) if i != arg.index]
-        return mine in merged and not any(plan.roots.get(y) is root for y in others) and not any(
-            plan.roots.get(a) is root for a in body.args if a is not arg
-        )
+        others = [y for y in body.last_op.operands if y is not allowed]
+        return allowed in merged and not any(plan.roots.get(v) is root for v in [*others, *body.args] if v is not arg)
 
     @staticmethod
     def _dies_before(body: Block, plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
@@ -269,6 +275,10 @@ class _BlockPlanner:
             root = self.merge.find(value)
             self.plan.roots[value] = root
             groups.setdefault(root, []).append(value)
+        until = {}
+        for value, later in self.keep_alive:
+            root = self.merge.find(value)
+            until[root] = max(until.get(root, 0), self.end_of(later))
         keys, sizes, starts, ends, repeats = [], [], [], [], []
         for root, values in groups.items():
             if self.external(root):
@@ -284,7 +294,7 @@ class _BlockPlanner:
             sizes.append(slot * repeat)
             repeats.append(repeat)
             starts.append(min(int(self.live.start[self.position[v]]) for v in values))
-            ends.append(max(int(self.live.end[self.position[v]]) for v in values))
+            ends.append(max(until.get(root, 0), *(int(self.live.end[self.position[v]]) for v in values)))
         for op, size, index in self.temporaries:
             keys.append(op)
             sizes.append(_pad(size, self.options.alignment) if size else 0)
@@ -340,3 +350,32 @@ def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
 
     visit(func.body.block, plan, 0, func.sym_name.data)
     return rows
+
+
+def _carry_origins(args, yields, computed, results) -> dict[int, tuple[int, int]]:
+    """For each carried position fed by a value computed in the body, possibly through positions that
+    pass it on unchanged (a rotation), the computing position and the delay in rounds."""
+    position = {a: k for k, a in enumerate(args)}
+    origins = {}
+    for k in range(len(args)):
+        source, delay, seen = k, 1, {k}
+        while yields[source] in position and yields[source] is not args[source]:
+            source = position[yields[source]]
+            delay += 1
+            if source in seen:
+                break
+            seen.add(source)
+        else:
+            y = yields[source]
+            if y in computed and computed[y] is results[source] and yields[k] is not args[k]:
+                origins[k] = (source, delay)
+    return origins
+
+
+def _chain(k: int, delay: int, args, yields) -> tuple[int, ...]:
+    """The init operands position `k` reads in rounds 0 .. delay-1: its own, then its sources'."""
+    position = {a: j for j, a in enumerate(args)}
+    chain = [k]
+    while len(chain) < delay:
+        chain.append(position[yields[chain[-1]]])
+    return tuple(chain)

@@ -166,16 +166,21 @@ def _rows_from_attributes(func: jx.FuncOp):
                 for value, result in zip(branch.block.last_op.operands, o.res):
                     share(value, result)
         if isinstance(o, jx.WhileOp) and isinstance(o.attributes.get("mem.views"), ArrayAttr):
+            ring_of: dict[SlotAttr, SSAValue] = {}  # positions of one rotation share one ring
             for k, (views, result) in enumerate(zip(o.attributes["mem.views"].data, o.res)):
                 if not views.slots.data:
                     continue
-                end = interval[result][1]
-                slot[result] = views.slots.data[0]  # slot 0 stands for the ring, the rest are rows of their own
-                interval[result] = (spans[o][0], end)
+                first = views.slots.data[0]
+                slot[result] = first  # slot 0 stands for the ring, the rest are rows of their own
+                interval[result] = (spans[o][0], interval[result][1])
                 if not views.initial.data:
                     share(result, o.inits[k])
+                if first in ring_of:
+                    share(result, ring_of[first])
+                    continue
+                ring_of[first] = result
                 for i, s in enumerate(views.slots.data[1:], 1):
-                    rings.append((f"%{result.name_hint or 'loop'}[slot {i}]", s, spans[o][0], end))
+                    rings.append((f"%{result.name_hint or 'loop'}[slot {i}]", s, spans[o][0], result))
     groups: dict[SSAValue, list[SSAValue]] = {}
     for value in slot:
         groups.setdefault(find(value), []).append(value)
@@ -187,10 +192,10 @@ def _rows_from_attributes(func: jx.FuncOp):
         offsets.append(s.offset.data)
         starts.append(min(interval[m][0] for m in members))
         ends.append(max(interval[m][1] for m in members))
-    for name, s, start, end in rings:
+    for name, s, start, result in rings:
         names.append(name)
         sizes.append(s.size.data)
         offsets.append(s.offset.data)
         starts.append(start)
-        ends.append(end)
+        ends.append(max(interval[m][1] for m in groups[find(result)]))
     return names, Problem.from_intervals(sizes, starts, ends), offsets

@@ -112,3 +112,35 @@ def test_plan_object_of_a_planned_function(tmp_path):
     plan.plot(tmp_path / "plan.png")
     assert (tmp_path / "plan.png").stat().st_size > 1000
     assert jaxalloc.planned(mlp).plan(*args, include_outputs=True).arena_bytes >= plan.arena_bytes
+
+
+def test_a_rotation_of_four_carries_gets_four_slots_and_copies_nothing():
+    def rotate(a, b, c, d):
+        return lax.fori_loop(0, 6, lambda i, s: (s[1], s[2], s[3], s[0] * 2.0), (a, b, c, d))
+
+    func, plan, rows, _ = planned_rows(rotate, *[jnp.ones(256)] * 4)
+    *_, a, b, c, d = carries_of(plan)
+    assert [x.repeat for x in (a, b, c, d)] == [4, 4, 4, 4]
+    assert not any(x.copied for x in (a, b, c, d))
+    # a reads the init operands of a, b, c and d in rounds 0-3 (positions 2-5), then the ring
+    assert a.initial == (2, 3, 4, 5) and d.initial == (5,)
+    (loop,) = plan.carries
+    assert len({r.offset for r in rows if r.repeat == 4}) == 4  # one ring of four 1 KiB slots
+
+
+def copied_carries(plan) -> list:
+    """Carried positions copied into their ring each round, in this block and every nested one."""
+    found = [c for carries in plan.carries.values() for c in carries if c.copied]
+    for _, children in plan.regions.values():
+        for child in children:
+            found += copied_carries(child)
+    return found
+
+
+def test_no_corpus_loop_copies_anything_between_rounds():
+    loops = 0
+    for program in PROGRAMS:
+        _, plan, _, _ = planned_rows(program.fn, *program.make_args())
+        assert copied_carries(plan) == [], program.name
+        loops += len(plan.carries)
+    assert loops >= 15
