@@ -6,13 +6,15 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
 - Each region op gets one temporary block of memory, live only at the op, that its regions
   plan their own values into (a case's branches share it; a loop's condition and body too).
 - A value a case branch computes and yields is placed where the parent keeps the case result.
-- Every loop-carried position gets a multi-view: round 0 reads the loop's init operand in
-  place (Type II), later rounds a ring of R slots in the parent. R = 1 where the next round's
-  value can share the slot (computed in place into it, or born after the old value died),
-  else 2. Where the init operand dies at the loop it becomes the ring's first slot (R = 1 for
-  an in-place update such as scan's stacked `ys`). A position yielded unchanged keeps its
-  init operand. A yield that is not computed in the body (another carried value, a value from
-  outside) is copied into the ring each round (`Carry.copied`).
+- Every loop-carried position gets a multi-view: the first rounds read init operands in place
+  (Type II), later rounds a ring of R slots in the parent. A value computed in the body at
+  position c reaches position p after `delay` rounds when positions pass it on unchanged (a
+  rotation); its ring needs as many slots as rounds it stays in use: R = the longest delay
+  where the next value can take the oldest one's place (computed in place into it, or born
+  after it died), else one more. So R = 1 for scan's stacked `ys`, 2 for `x = f(x)`, k for a
+  k-long rotation. Where the init operand of a lone position dies at the loop it becomes the
+  ring's first slot. A position yielded unchanged keeps its init operand. Only a yield of a
+  value from outside the body (or one yielded twice) is copied into a ring (`Carry.copied`).
 
 The result is a set of rows on the flattened schedule (one per buffer, one per ring slot)
 with absolute offsets: any two rows overlapping in time must be disjoint in address, which
