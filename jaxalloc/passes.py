@@ -1,5 +1,7 @@
 """The xDSL passes of jaxalloc: they translate between jx IR and plans, the algorithms live elsewhere.
 
+- `jx-liveness` writes each value's half-open lifetime on its block's schedule (`mem.live`), for
+  reading and for tests of the liveness rules.
 - `jx-assign-buffers{allocator=nnc alignment=64 include-outputs=false}` plans every function and
   writes the plan onto the IR: `mem.arena` on the function, `mem.slot` on every op whose result
   has a fixed place (`mem.slots` for several results), `mem.views` on every loop.
@@ -12,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -23,11 +25,30 @@ from jaxalloc.checker import find_violations
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import ArenaAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import JaxallocError
+from jaxalloc.liveness import block_liveness
 from jaxalloc.inplace import in_place_candidates, is_view
 
 
 def _functions(module: ModuleOp) -> list[jx.FuncOp]:
     return [op for op in module.ops if isinstance(op, jx.FuncOp)]
+
+
+@dataclass(frozen=True)
+class LivenessPass(ModulePass):
+    """Annotates every op with the lifetimes of its results: `mem.live = ["[def, end)", ...]`."""
+
+    name = "jx-liveness"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for func in _functions(op):
+            for block in [func.body.block, *(r.block for o in func.walk() for r in o.regions if o is not func)]:
+                live = block_liveness(block)
+                spans = dict(zip(live.values, zip(live.start.tolist(), live.end.tolist())))
+                for inner in block.ops:
+                    if inner.results:
+                        inner.attributes["mem.live"] = ArrayAttr(
+                            StringAttr(f"[{spans[r][0]}, {spans[r][1]})") for r in inner.results
+                        )
 
 
 @dataclass(frozen=True)

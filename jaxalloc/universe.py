@@ -15,6 +15,12 @@ def _mem():
     return MEM
 
 
+def _liveness():
+    from jaxalloc.passes import LivenessPass
+
+    return LivenessPass
+
+
 def _assign_buffers():
     from jaxalloc.passes import AssignBuffersPass
 
@@ -29,5 +35,5 @@ def _verify_plan():
 
 JAXALLOC_UNIVERSE = Universe(
     all_dialects={"jx": _jx, "mem": _mem},
-    all_passes={"jx-assign-buffers": _assign_buffers, "jx-verify-plan": _verify_plan},
+    all_passes={"jx-liveness": _liveness, "jx-assign-buffers": _assign_buffers, "jx-verify-plan": _verify_plan},
 )
