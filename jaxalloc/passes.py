@@ -70,9 +70,13 @@ class AssignBuffersPass(ModulePass):
         except JaxallocError as e:
             raise DiagnosticException(str(e)) from None
         for func in _functions(op):
-            plan = plan_function(func, self.allocator, self.alignment, self.include_outputs)
-            func.attributes["mem.arena"] = ArenaAttr(plan.size)
-            _annotate(func.body.block, plan, 0, {})
+            annotate(func, plan_function(func, self.allocator, self.alignment, self.include_outputs))
+
+
+def annotate(func: jx.FuncOp, plan: BlockPlan) -> None:
+    """Write a function's plan onto its IR as `mem` attributes."""
+    func.attributes["mem.arena"] = ArenaAttr(plan.size)
+    _annotate(func.body.block, plan, 0, {})
 
 
 def _annotate(block: Block, plan: BlockPlan, base: int, outer: dict[SSAValue, SlotAttr]) -> None:

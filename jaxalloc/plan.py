@@ -24,6 +24,7 @@ class Plan:
     """The arena plan of one function for one input signature."""
 
     module: ModuleOp
+    """The planned module: the jx IR with the plan as `mem` attributes."""
     allocator: str
     alignment: int
     arena_bytes: int
@@ -66,8 +67,11 @@ class Plan:
 
 
 def make_plan(module: ModuleOp, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False) -> Plan:
-    """Plan the single function of a jx module."""
+    """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes."""
+    from jaxalloc.passes import annotate
+
+    module = module.clone()
     func = next(op for op in module.ops if isinstance(op, jx.FuncOp))
     block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs)
-    rows = tuple(plan_rows(func, block_plan))
-    return Plan(module, allocator, alignment, block_plan.size, rows)
+    annotate(func, block_plan)
+    return Plan(module, allocator, alignment, block_plan.size, tuple(plan_rows(func, block_plan)))

@@ -35,7 +35,7 @@ def test_every_corpus_program_plans_validly(allocator):
         planned_rows(program.fn, *program.make_args(), allocator=allocator)
 
 
-@pytest.mark.parametrize("allocator", ["nnc", "greedy-size", "best"])
+@pytest.mark.parametrize("allocator", list(ALLOCATORS))
 def test_random_programs_plan_validly(allocator):
     for seed in range(60):
         fn, args = random_program(seed)
@@ -112,6 +112,8 @@ def test_plan_object_of_a_planned_function(tmp_path):
     plan.plot(tmp_path / "plan.png")
     assert (tmp_path / "plan.png").stat().st_size > 1000
     assert jaxalloc.planned(mlp).plan(*args, include_outputs=True).arena_bytes >= plan.arena_bytes
+    assert f"mem.arena = #mem.arena<bytes = {plan.arena_bytes}>" in str(plan.module)
+    assert "mem.slot" not in str(jaxalloc.planned(mlp).lower(*args))  # the traced module is left as it was
 
 
 def test_a_rotation_of_four_carries_gets_four_slots_and_copies_nothing():
