@@ -5,7 +5,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   may run in place joins the buffer of an operand whose last use it is (same byte size).
 - Each region op gets one temporary block of memory, live only at the op, that its regions
   plan their own values into (a case's branches share it; a loop's condition and body too).
-- A value a case branch computes and yields is placed where the parent keeps the case result.
+- A value a case branch computes and yields is placed where the parent keeps the case result; a
+  branch that yields a value from outside makes the result a view of it (NNC's phi), kept alive
+  as long as the result. Only a loop's carried value is copied there instead.
 - Every loop-carried position gets a multi-view: the first rounds read init operands in place
   (Type II), later rounds a ring of R slots in the parent. A value computed in the body at
   position c reaches position p after `delay` rounds when positions pass it on unchanged (a
@@ -71,6 +73,8 @@ class BlockPlan:
     regions: dict[Operation, tuple[int, list["BlockPlan"]]] = field(default_factory=dict)
     """For each region op: the offset of its temporary block and the plans of its regions."""
     carries: dict[Operation, list[Carry]] = field(default_factory=dict)
+    phis: dict[Operation, list[tuple[int, ...]]] = field(default_factory=dict)
+    """For each case result: the branches in which it is a view of the value the branch yields."""
     placed_in: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """Values of this block stored in a parent value's memory (a case result, a loop ring)."""
     roots: dict[SSAValue, SSAValue] = field(default_factory=dict)
@@ -124,7 +128,8 @@ class _BlockPlanner:
         self.plan = BlockPlan()
         self.rings: dict[SSAValue, tuple[int, int]] = {}  # loop result -> (slot size, repeat)
         self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
-        self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a loop result may be it
+        self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a result may be a view of it
+        self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: never overwritten
 
     def external(self, value: SSAValue) -> bool:
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
@@ -157,7 +162,7 @@ class _BlockPlanner:
         for p in in_place_candidates(op):
             x = op.operands[p]
             root = self.merge.find(x)
-            if self.external(x):
+            if self.external(x) or x in self.no_fold:
                 continue
             if isinstance(root, BlockArgument) and root not in self.foldable:
                 continue
@@ -183,15 +188,20 @@ class _BlockPlanner:
         return self.plan
 
     def case(self, index: int, op: jx.CaseOp) -> None:
-        plans = []
-        for branch in op.branches:
+        plans, views = [], [[] for _ in op.res]
+        for b, branch in enumerate(op.branches):
             block = branch.block
             placed: dict[SSAValue, SSAValue] = {}
-            for value, result in zip(block.last_op.operands, op.res):
+            for k, (value, result) in enumerate(zip(block.last_op.operands, op.res)):
                 if defined_in(value, block) and not isinstance(value.owner, jx.ConstOp) and value not in placed:
                     placed[value] = result
+                elif _stable(value):  # NNC's phi: the result is a view of what this branch yields
+                    views[k].append(b)
+                    self.keep_alive.append((value, result))
+                    self.no_fold.add(result)
             plans.append(_plan_block(block, self.options, set(), placed, set()))
         self.plan.regions[op] = (0, plans)
+        self.plan.phis[op] = [tuple(v) for v in views]
         self.temporaries.append((op, max(p.size for p in plans), index))
 
     def loop(self, index: int, op: jx.WhileOp) -> None:
@@ -244,6 +254,8 @@ class _BlockPlanner:
                     self.join(results[k], results[c])
                 for q in initial:
                     self.keep_alive.append((op.inits[q], results[k]))
+                if initial:  # after fewer rounds than `initial` lists, the result is an init operand
+                    self.no_fold.add(results[k])
             else:  # a value from outside the body, or one already yielded elsewhere: copied into a ring
                 carries.append(Carry(2, (k,), True))
                 self.rings[results[k]] = (byte_size(results[k].type), 2)
@@ -352,6 +364,12 @@ def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
 
     visit(func.body.block, plan, 0, func.sym_name.data)
     return rows
+
+
+def _stable(value: SSAValue) -> bool:
+    """Whether `value` keeps its bytes while a case result viewing it lives: anything but a loop's
+    carried value, which an in-place update may overwrite later in the same round."""
+    return not (isinstance(value, BlockArgument) and isinstance(value.block.parent_op(), jx.WhileOp))
 
 
 def _carry_origins(args, yields, computed, results) -> dict[int, tuple[int, int]]:

@@ -4,7 +4,8 @@
   reading and for tests of the liveness rules.
 - `jx-assign-buffers{allocator=nnc alignment=64 include-outputs=false}` plans every function and
   writes the plan onto the IR: `mem.arena` on the function, `mem.slot` on every op whose result
-  has a fixed place (`mem.slots` for several results), `mem.views` on every loop.
+  has a fixed place (`mem.slots` for several results), `mem.views` on every loop, and `mem.phi`
+  on a case whose result is, in some branches, a view of the value the branch yields.
 - `jx-verify-plan` re-plans nothing: it rebuilds the rows of a planned function and runs the
   independent checker, naming the two overlapping values when the plan is wrong.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, StringAttr, i64
 from xdsl.ir import Block, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
@@ -102,6 +103,8 @@ def _annotate(block: Block, plan: BlockPlan, base: int, outer: dict[SSAValue, Sl
             placed = [slots.get(r) for r in op.results]
             if any(s is not None for s in placed):
                 op.attributes["mem.slots"] = ArrayAttr(s or SlotAttr(0, 0) for s in placed)
+            if any(plan.phis.get(op, ())):
+                op.attributes["mem.phi"] = ArrayAttr(DenseArrayBase.from_list(i64, v) for v in plan.phis[op])
         if op in plan.regions:
             offset, plans = plan.regions[op]
             placed = {**outer, **slots} if isinstance(op, jx.CaseOp) else {}  # a loop's ring moves every round
