@@ -50,6 +50,9 @@ def test_a_chain_of_ten_elementwise_ops_on_4_mib_fits_in_8_mib():
 
     _, plan, _, _ = planned_rows(chain, jnp.ones(MiB))
     assert plan.size <= 8 * MiB
+    # with the output in the arena too: sin(x) cannot overwrite the argument, everything after runs in place
+    func = next(iter(jaxalloc.planned(chain).lower(jnp.ones(MiB)).ops))
+    assert plan_function(func, include_outputs=True).size == 4 * MiB
 
 
 def carries_of(plan):
