@@ -64,11 +64,10 @@ class Buffer:
 
 @dataclass
 class BlockPlan:
-    """The plan of one block: its values' offsets in the block's own memory, and its sub-graphs."""
+    """The plan of one block: its buffers in the block's own memory, and its sub-graphs."""
 
     size: int = 0
-    offsets: dict[SSAValue, int] = field(default_factory=dict)
-    """Offset within the block's memory of every value whose buffer this block planned."""
+    """Bytes of the block's own memory (for the function: the arena)."""
     buffers: list[Buffer] = field(default_factory=list)
     regions: dict[Operation, tuple[int, list["BlockPlan"]]] = field(default_factory=dict)
     """For each region op: the offset of its temporary block and the plans of its regions."""
@@ -322,7 +321,6 @@ class _BlockPlanner:
         self.plan.size = int(allocation.peak)
         for key, offset, size, repeat, start, end in zip(keys, allocation.offsets, sizes, repeats, starts, ends):
             if isinstance(key, list):
-                self.plan.offsets.update((v, int(offset)) for v in key)
                 self.plan.buffers.append(Buffer(key, int(offset), size // repeat, repeat, start, end))
             else:
                 self.plan.regions[key] = (int(offset), self.plan.regions[key][1])
