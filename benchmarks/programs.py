@@ -19,10 +19,7 @@ import jax
 import models
 from jaxalloc import planned
 from jaxalloc.allocators import ALLOCATORS
-from jaxalloc.allocators.bound import max_live
-from jaxalloc.allocators.problem import Problem
-from jaxalloc.assignment import plan_function, plan_rows
-from jaxalloc.checker import check_plan
+from jaxalloc.plan import make_plan
 
 ALIGNMENT = 64
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "best")
@@ -64,20 +61,16 @@ def xla_temp(fn, args, options: dict | None = None) -> int:
 
 def measure(fn, args, allocators) -> dict:
     """Plans `fn` with every allocator (each plan checked), its bound, and XLA's temp bytes."""
-    func = next(iter(planned(fn).lower(*args).ops))
-    arena, problem = {}, None
+    module = planned(fn).lower(*args)
+    arena, plan = {}, None
     for name in allocators:
-        plan = plan_function(func, allocator=name, alignment=ALIGNMENT)
-        rows = plan_rows(func, plan)
-        problem = Problem.from_intervals(
-            [r.size for r in rows], [r.start for r in rows], [r.end for r in rows], alignment=ALIGNMENT
-        )
-        check_plan(problem, [r.offset for r in rows], plan.size)
-        arena[name] = plan.size
+        plan = make_plan(module, allocator=name, alignment=ALIGNMENT)
+        plan.check()
+        arena[name] = plan.arena_bytes
     return {
-        "values": problem.n,
+        "values": len(plan.buffers),
         "arena": arena,
-        "bound": max_live(problem),
+        "bound": plan.lower_bound,
         "xla_off": xla_temp(fn, args, FUSION_OFF),
         "xla_default": xla_temp(fn, args),
     }

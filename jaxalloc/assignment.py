@@ -78,6 +78,8 @@ class BlockPlan:
     """Values of this block stored in a parent value's memory (a case result, a loop ring)."""
     roots: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """The buffer representative of every value of the block."""
+    lifetimes: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
+    """The half-open lifetime of every value of the block on its schedule."""
 
 
 class _Merge:
@@ -235,7 +237,7 @@ class _BlockPlanner:
         repeat = {}
         for c, (delay, p) in longest.items():
             root_y = body_plan.roots.get(yields[c])
-            shares = root_y is body_plan.roots.get(args[p]) or self._dies_before(body, body_plan, args[p], root_y)
+            shares = root_y is body_plan.roots.get(args[p]) or _dies_before(body_plan, args[p], root_y)
             repeat[c] = delay if shares else delay + 1
             self.rings[results[c]] = (byte_size(results[c].type), repeat[c])
         carries = []
@@ -272,21 +274,12 @@ class _BlockPlanner:
         others = [y for y in body.last_op.operands if y is not allowed]
         return allowed in merged and not any(plan.roots.get(v) is root for v in [*others, *body.args] if v is not arg)
 
-    @staticmethod
-    def _dies_before(body: Block, plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
-        """Whether carried value `x` is dead before the buffer of the next round's value is born."""
-        live = block_liveness(body)
-        spans = {v: (int(s), int(e)) for v, s, e in zip(live.values, live.start, live.end)}
-        x_root = plan.roots.get(x, x)
-        x_end = max(spans[v][1] for v, r in plan.roots.items() if r is x_root)
-        y_start = min(spans[v][0] for v, r in plan.roots.items() if r is root_y)
-        return x_end <= y_start
-
     def allocate(self) -> None:
         groups: dict[SSAValue, list[SSAValue]] = {}
-        for value in self.live.values:
+        for value, start, end in zip(self.live.values, self.live.start.tolist(), self.live.end.tolist()):
             root = self.merge.find(value)
             self.plan.roots[value] = root
+            self.plan.lifetimes[value] = (start, end)
             groups.setdefault(root, []).append(value)
         until = {}
         for value, later in self.keep_alive:
@@ -362,6 +355,14 @@ def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
 
     visit(func.body.block, plan, 0, func.sym_name.data)
     return rows
+
+
+def _dies_before(plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
+    """Whether carried value `x` is dead before the buffer of the next round's value is born."""
+    x_root = plan.roots.get(x, x)
+    x_end = max(plan.lifetimes[v][1] for v, r in plan.roots.items() if r is x_root)
+    y_start = min(plan.lifetimes[v][0] for v, r in plan.roots.items() if r is root_y)
+    return x_end <= y_start
 
 
 def _stable(value: SSAValue) -> bool:

@@ -34,6 +34,11 @@ def _functions(module: ModuleOp) -> list[jx.FuncOp]:
     return [op for op in module.ops if isinstance(op, jx.FuncOp)]
 
 
+def _blocks(func: jx.FuncOp) -> list[Block]:
+    """The function's block and every block nested in it."""
+    return [func.body.block, *(r.block for o in func.walk() for r in o.regions if o is not func)]
+
+
 @dataclass(frozen=True)
 class LivenessPass(ModulePass):
     """Annotates every op with the lifetimes of its results: `mem.live = ["[def, end)", ...]`."""
@@ -42,7 +47,7 @@ class LivenessPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for func in _functions(op):
-            for block in [func.body.block, *(r.block for o in func.walk() for r in o.regions if o is not func)]:
+            for block in _blocks(func):
                 live = block_liveness(block)
                 spans = dict(zip(live.values, zip(live.start.tolist(), live.end.tolist())))
                 for inner in block.ops:
@@ -174,7 +179,7 @@ def _rows_from_attributes(func: jx.FuncOp):
             parent[find(a)] = find(b)
 
     rings = []
-    for block in [func.body.block, *(r.block for o in func.walk() for r in o.regions if o is not func)]:
+    for block in _blocks(func):
         ops = list(block.ops)
         live = block_liveness(block)
         for value, start, end in zip(live.values, live.start, live.end):

@@ -7,10 +7,9 @@ from jax import lax
 
 import jaxalloc
 from corpus_programs import PROGRAMS
-from jaxalloc.allocators import ALLOCATORS, Problem
-from jaxalloc.allocators.bound import max_live
+from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.assignment import plan_function, plan_rows
-from jaxalloc.checker import check_plan
+from jaxalloc.plan import Plan
 from jaxalloc.dialects import jx
 from random_programs import random_program
 
@@ -18,15 +17,14 @@ MiB = 1 << 20
 
 
 def planned_rows(fn, *args, allocator="nnc", alignment=64):
-    func = next(iter(jaxalloc.planned(fn).lower(*args).ops))
+    """Plan `fn`, check the rows with the independent checker; the block plan, rows and bound."""
+    module = jaxalloc.planned(fn).lower(*args)
+    func = next(iter(module.ops))
     plan = plan_function(func, allocator=allocator, alignment=alignment)
-    rows = plan_rows(func, plan)
-    problem = Problem.from_intervals(
-        [r.size for r in rows], [r.start for r in rows], [r.end for r in rows], alignment=alignment
-    )
-    check_plan(problem, [r.offset for r in rows])
-    assert max((r.offset + r.size for r in rows), default=0) <= plan.size
-    return func, plan, rows, max_live(problem)
+    checked = Plan(module, allocator, alignment, plan.size, tuple(plan_rows(func, plan)))
+    checked.check()
+    assert max((r.offset + r.size for r in checked.buffers), default=0) <= plan.size
+    return func, plan, checked.buffers, checked.lower_bound
 
 
 @pytest.mark.parametrize("allocator", list(ALLOCATORS))
