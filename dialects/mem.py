@@ -110,6 +110,26 @@ class ViewsAttr(ParametrizedAttribute):
 
 
 @irdl_attr_definition
+class NextAttr(ParametrizedAttribute):
+    """The slot that carried position `position` of the enclosing loop reads in the next round."""
+
+    name = "mem.next"
+
+    position: IntAttr
+
+    def __init__(self, position: int):
+        super().__init__(IntAttr(position))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (IntAttr(parser.parse_integer(allow_boolean=False, allow_negative=False)),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.position.data}>")
+
+
+@irdl_attr_definition
 class ArenaAttr(ParametrizedAttribute):
     """The size in bytes of a planned function's arena."""
 
@@ -129,4 +149,4 @@ class ArenaAttr(ParametrizedAttribute):
         printer.print_string(f"<bytes = {self.bytes.data}>")
 
 
-MEM = Dialect("mem", [], [SlotAttr, ViewsAttr, ArenaAttr])
+MEM = Dialect("mem", [], [SlotAttr, ViewsAttr, NextAttr, ArenaAttr])

@@ -19,12 +19,13 @@ from jax._src.lax import lax as lax_internal
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
+from jaxalloc.allocators import get_allocator
 from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.frontend import Converted, convert
-from jaxalloc.interpreter import Schedules, make_interpreter
+from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
 
-MODES = ("eager",)
+MODES = ("arena", "eager")
 
 _DATA_DEPENDENT = (
     jax.errors.ConcretizationTypeError,
@@ -44,7 +45,14 @@ class RunStats:
     """Ops interpreted, the ops of every loop round counted."""
     seconds: float
     arena_bytes: int = 0
+    """Size of the arena the run used (0 in eager mode)."""
     copied_bytes: int = 0
+    """Bytes copied between loop rounds or out of case branches because the plan did not place a
+    value where it is read next (0 for a plan with multi-views everywhere)."""
+    live_bytes_before: int | None = None
+    peak_live_bytes: int | None = None
+    """With `measure_memory=True`: bytes in use before the call and at most during it, sampled after
+    every op (the device's `memory_stats()` where it reports them, else `jax.live_arrays()`)."""
 
 
 class _OpCounter:
@@ -70,19 +78,33 @@ def _with_weak_type(value, aval):
 
 @dataclass
 class _Traced:
-    """What one input signature traced to, and the interpreter that runs it."""
+    """What one input signature traced to, its plans, and what runs them."""
 
     closed_jaxpr: core.ClosedJaxpr
     out_tree: Any
     converted: Converted
     schedules: Schedules = field(default_factory=Schedules)
+    plans: dict[tuple[str, int], tuple[Plan, Schedules, dict]] = field(default_factory=dict)
+    """Per (allocator, alignment): the plan, and the schedules and op layouts every run of it shares."""
 
-    def run(self, flat_args) -> tuple[PythonValues, int]:
-        """Interpret the module on flat arguments; returns the outputs and the ops run."""
-        counter = _OpCounter()
-        interpreter = make_interpreter(self.converted.module, self.converted.table, [counter], self.schedules)
+    def run(self, flat_args, planned: Planned, listeners) -> tuple[PythonValues, int, int]:
+        """Interpret the module on flat arguments, in the arena or eagerly; returns the outputs, the
+        arena's size and the bytes copied."""
+        if planned.mode == "eager":
+            functions = JxFunctions(self.converted.table, self.schedules)
+            module, arena_bytes = self.converted.module, 0
+        else:
+            key = (planned.allocator, planned.alignment)
+            if key not in self.plans:
+                self.plans[key] = (make_plan(self.converted.module, *key), Schedules(), {})
+            plan, schedules, layouts = self.plans[key]
+            functions = ArenaFunctions(self.converted.table, schedules, layouts=layouts)
+            module, arena_bytes = plan.module, plan.arena_bytes
+
+        interpreter = make_interpreter(module, functions, listeners)
         outputs = interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
-        return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), counter.ops
+        copied = functions.copied_bytes if isinstance(functions, ArenaFunctions) else 0
+        return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), arena_bytes, copied
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
@@ -113,12 +135,15 @@ def _signature(args, kwargs) -> tuple[Any, tuple[jax.ShapeDtypeStruct, ...]]:
 class Planned:
     """A function planned by jaxalloc; call it like the original function."""
 
-    def __init__(self, fun: Callable, mode: str = "eager"):
+    def __init__(
+        self, fun: Callable, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+    ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        get_allocator(allocator)
         functools.update_wrapper(self, fun)
         self._fun = fun
-        self.mode = mode
+        self.mode, self.allocator, self.alignment, self.measure_memory = mode, allocator, alignment, measure_memory
         self.last_run: RunStats | None = None
         self._cache: dict[Any, _Traced] = {}
 
@@ -162,29 +187,47 @@ class Planned:
         """The jx module (before planning) for these arguments; arguments may be ShapeDtypeStructs."""
         return self._traced(args, kwargs).converted.module
 
-    def plan(self, *args, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False) -> Plan:
-        """The arena plan for these arguments (arguments may be ShapeDtypeStructs)."""
-        return make_plan(self.lower(*args), allocator, alignment, include_outputs)
+    def plan(self, *args, allocator: str | None = None, alignment: int | None = None, include_outputs: bool = False) -> Plan:
+        """The arena plan for these arguments (arguments may be ShapeDtypeStructs); the allocator and
+        alignment default to the function's own."""
+        allocator, alignment = allocator or self.allocator, alignment or self.alignment
+        return make_plan(self.lower(*args), allocator, alignment, include_outputs, function=self._fun, args=args)
 
     def __call__(self, *args, **kwargs):
         traced = self._traced(args, kwargs)
+        counter = _OpCounter()
+        sampler = LiveBytesSampler() if self.measure_memory else None
         start = time.perf_counter()
-        outputs, ops = traced.run(jax.tree_util.tree_leaves((args, kwargs)))
-        self.last_run = RunStats(self.mode, ops, time.perf_counter() - start)
+        outputs, arena_bytes, copied = traced.run(
+            jax.tree_util.tree_leaves((args, kwargs)), self, [counter] if sampler is None else [counter, sampler]
+        )
+        seconds = time.perf_counter() - start
+        before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
+        self.last_run = RunStats(self.mode, counter.ops, seconds, arena_bytes, copied, before, peak)
         return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
 
 
 @overload
-def planned(fun: Callable, /, *, mode: str = "eager") -> Planned: ...
+def planned(
+    fun: Callable, /, *, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+) -> Planned: ...
 @overload
-def planned(fun: None = None, /, *, mode: str = "eager") -> Callable[[Callable], Planned]: ...
+def planned(
+    fun: None = None, /, *, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+) -> Callable[[Callable], Planned]: ...
 
 
-def planned(fun: Callable | None = None, /, *, mode: str = "eager"):
-    """Trace `fun` to a jx module (once per input signature) and run it op by op, like `jax.jit`.
+def planned(
+    fun: Callable | None = None, /, *, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+):
+    """Trace `fun` to a jx module (once per input signature), plan it, and run it op by op, like `jax.jit`.
 
-    Use as `@planned` or `@planned(mode=...)`. `mode="eager"` runs on plain jax arrays.
+    Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `mode="arena"` (the
+    default) runs every planned value inside one arena at its planned offset; `mode="eager"` runs
+    on plain jax arrays. `measure_memory=True` samples the bytes in use after every op into
+    `last_run`.
     """
+    options = dict(mode=mode, allocator=allocator, alignment=alignment, measure_memory=measure_memory)
     if fun is None:
-        return functools.partial(planned, mode=mode)
-    return Planned(fun, mode=mode)
+        return functools.partial(planned, **options)
+    return Planned(fun, **options)

@@ -1,8 +1,11 @@
-"""Runs a jx module op by op on jax arrays (eager mode), releasing each value after its last use.
+"""Runs a jx module op by op on jax arrays, releasing each value after its last use.
 
 xDSL's own region runner keeps every SSA value of a region alive until the region
 returns; for a memory planner that would be a lie about memory, so blocks are run here
 with an environment that drops each value at its last use (see `liveness.last_uses`).
+
+Two modes: `JxFunctions` runs on plain jax arrays (eager mode); `ArenaFunctions` runs a
+planned module inside one arena, every planned value at the place its `mem` attributes give.
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ from xdsl.interpreter import (
     impl_callable,
     register_impls,
 )
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
+from jaxalloc.arena import Arena, Layout, Located, layout_of
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import BindTable
+from jaxalloc.dialects.mem import NextAttr, SlotAttr
+from jaxalloc.frontend import BindTable, Binding
+from jaxalloc.inplace import is_view
 from jaxalloc.liveness import last_uses
+from jaxalloc.passes import places_of
 
 
 class Schedules:
@@ -98,6 +105,152 @@ class JxFunctions(InterpreterFunctions):
         return self.run_block(interpreter, op.branches[branch].block, ())
 
 
+@dataclass(frozen=True)
+class _OpLayout:
+    """What running one op in the arena needs to know, read once from its type and attributes."""
+
+    places: tuple[SlotAttr | NextAttr | None, ...]
+    inputs: tuple[Layout, ...]
+    outputs: tuple[Layout, ...]
+
+
+@register_impls
+@dataclass
+class ArenaFunctions(JxFunctions):
+    """The jx ops run inside one arena, as the plan written on the module says.
+
+    A value lives at its `mem.slot`; a loop-carried value at its multi-view's slot for the round
+    (`mem.views`), and a value the body computes for the next round at that round's view
+    (`mem.next`); a case result where the branch's yield was computed, or, as `mem.phi` says,
+    in the memory of the value the branch hands back. Everything else (arguments, constants,
+    outputs kept out of the arena) stays a plain jax array. Whatever the plan does not place
+    where it is read next is copied there, and counted in `copied_bytes`.
+    """
+
+    layouts: dict[Operation, _OpLayout] = field(default_factory=dict)
+    arena: Arena | None = None
+    _next: tuple[int | None, ...] = ()
+
+    @property
+    def copied_bytes(self) -> int:
+        return self.arena.copied_bytes if self.arena is not None else 0
+
+    def layout(self, op: Operation) -> _OpLayout:
+        found = self.layouts.get(op)
+        if found is None:
+            found = self.layouts[op] = _OpLayout(
+                tuple(places_of(op)),
+                tuple(layout_of(v.type) for v in op.operands),
+                tuple(layout_of(v.type) for v in op.results),
+            )
+        return found
+
+    def where(self, place: SlotAttr | NextAttr | None) -> int | None:
+        """The arena offset of a place in the round being run (None: outside the arena)."""
+        if isinstance(place, NextAttr):
+            return self._next[place.position.data]
+        return None if place is None else place.offset.data
+
+    @impl_callable(jx.FuncOp)
+    def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        self.arena = Arena(op.attributes["mem.arena"].bytes.data)
+        self._next = ()
+        results = super().call_func(interpreter, op, args)
+        outputs = op.body.block.last_op.operands
+        return tuple(self.arena.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
+
+    @impl(jx.PrimOp)
+    def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
+        layout = self.layout(op)
+        places = tuple(self.where(p) for p in layout.places)
+        if is_view(op) and isinstance(args[0], int) and places[0] in (None, args[0]):
+            return (args[0],)  # the operand's bytes, read as the result's type
+        binding = self.table[op.key.data]
+        return self.arena.run(_kernel_key(binding), binding.bind, args, layout.inputs, places, layout.outputs)
+
+    @impl(jx.WhileOp)
+    def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
+        views = op.attributes["mem.views"].data
+        layouts = self.layout(op).outputs
+        # where a ring's first slot is the init operand's memory, round 0 reads it there
+        firsts = [(k, v.slots.data[0].offset.data) for k, v in enumerate(views) if v.slots.data and not v.initial.data]
+        self.arena.move([args[k] for k, _ in firsts], [layouts[k] for k, _ in firsts], [p for _, p in firsts])
+        state, round_, outer_next = self._round(views, 0, args, args), 0, self._next
+        try:
+            while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
+                self._next = tuple(_offset(v.view(round_ + 1)) for v in views)
+                yielded = self.run_block(interpreter, op.body.block, state)
+                round_ += 1
+                ring = [k for k, v in enumerate(views) if isinstance(v.view(round_), SlotAttr)]
+                self.arena.move([yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring])
+                state = self._round(views, round_, args, yielded)
+        finally:
+            self._next = outer_next
+        return state
+
+    def _round(self, views, round_: int, inits: PythonValues, yielded: PythonValues) -> tuple[Located, ...]:
+        """Where each carried value is in round `round_`: an init operand, a ring slot, or (outside
+        the arena) the value the body yielded."""
+        located = []
+        for view, value in zip(views, yielded):
+            at = view.view(round_)
+            located.append(value if at is None else inits[at] if isinstance(at, int) else at.offset.data)
+        return tuple(located)
+
+    def _holds(self, value: Located, cond: Block) -> bool:
+        return bool(self.arena.read(value, layout_of(cond.last_op.operands[0].type)))
+
+    @impl(jx.CaseOp)
+    def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
+        index = int(self.arena.read(args[0], self.layout(op).inputs[0]))
+        branch = min(max(index, 0), len(op.branches) - 1)
+        yielded = self.run_block(interpreter, op.branches[branch].block, ())
+        phis = op.attributes.get("mem.phi")
+        views = [tuple(p.get_values()) for p in phis.data] if phis is not None else [()] * len(op.results)
+        places = [None if branch in v else self.where(p) for p, v in zip(self.layout(op).places, views)]
+        moved = [k for k, place in enumerate(places) if place is not None]
+        self.arena.move([yielded[k] for k in moved], [self.layout(op).outputs[k] for k in moved], [places[k] for k in moved])
+        return tuple(y if place is None else place for y, place in zip(yielded, places))
+
+
+def _offset(view: int | SlotAttr | None) -> int | None:
+    return view.offset.data if isinstance(view, SlotAttr) else None
+
+
+def _kernel_key(binding: Binding):
+    """Ops binding the same primitive with equal parameters share compiled kernels. Unhashable
+    parameters key by the binding's identity; the cached kernel holds the binding, so that
+    identity is never reused."""
+    try:
+        key = (binding.primitive, tuple(sorted(binding.params.items())))
+        hash(key)
+        return key
+    except TypeError:
+        return (binding.primitive, id(binding))
+
+
+class LiveBytesSampler:
+    """Interpreter listener sampling the bytes in use after every op: the device's own count where
+    `memory_stats()` reports one, else the bytes of every live jax array."""
+
+    def __init__(self, device=None):
+        self.device = device or jax.devices()[0]
+        self.before = self.sample()
+        self.peak = self.before
+
+    def sample(self) -> int:
+        stats = self.device.memory_stats()
+        if stats and "bytes_in_use" in stats:
+            return int(stats["bytes_in_use"])
+        return sum(a.nbytes for a in jax.live_arrays())
+
+    def will_interpret_op(self, op, args) -> None:
+        pass
+
+    def did_interpret_op(self, op, results) -> None:
+        self.peak = max(self.peak, self.sample())
+
+
 def _as_array(value: Any) -> Any:
     """An argument as `jax.jit` sees it: NumPy arrays and Python scalars become jax arrays of the
     canonical dtype (weakly typed for Python scalars), so an argument returned as an output
@@ -105,10 +258,8 @@ def _as_array(value: Any) -> Any:
     return value if isinstance(value, jax.Array) else jnp.asarray(value)
 
 
-def make_interpreter(
-    module: ModuleOp, table: BindTable, listeners=(), schedules: Schedules | None = None
-) -> Interpreter:
+def make_interpreter(module: ModuleOp, functions: JxFunctions, listeners=()) -> Interpreter:
     """An xDSL interpreter for one run of a converted module: `call_op(name, args)`."""
     interpreter = Interpreter(module, listeners=tuple(listeners))
-    interpreter.register_implementations(JxFunctions(table, schedules or Schedules()))
+    interpreter.register_implementations(functions)
     return interpreter

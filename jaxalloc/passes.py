@@ -16,18 +16,21 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, StringAttr, i64
-from xdsl.ir import Block, OpResult, SSAValue
+from xdsl.ir import Block, BlockArgument, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from jaxalloc.allocators import get_allocator
-from jaxalloc.assignment import BlockPlan, plan_function
+from jaxalloc.assignment import BlockPlan, Carry, plan_function
 from jaxalloc.checker import find_violations
 from jaxalloc.dialects import jx
-from jaxalloc.dialects.mem import ArenaAttr, SlotAttr, ViewsAttr
+from jaxalloc.dialects.mem import ArenaAttr, NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import JaxallocError
-from jaxalloc.liveness import block_liveness
 from jaxalloc.inplace import in_place_candidates, is_view
+from jaxalloc.liveness import block_liveness
+
+Place = SlotAttr | NextAttr
+"""Where a value lives: a fixed arena slot, or the next round's view of a loop-carried position."""
 
 
 def _functions(module: ModuleOp) -> list[jx.FuncOp]:
@@ -82,15 +85,24 @@ class AssignBuffersPass(ModulePass):
 def annotate(func: jx.FuncOp, plan: BlockPlan) -> None:
     """Write a function's plan onto its IR as `mem` attributes."""
     func.attributes["mem.arena"] = ArenaAttr(plan.size)
-    _annotate(func.body.block, plan, 0, {})
+    _annotate(func.body.block, plan, 0, {}, {})
 
 
-def _annotate(block: Block, plan: BlockPlan, base: int, outer: dict[SSAValue, SlotAttr]) -> None:
-    """Write `mem.slot`s for the values `plan` placed, then recurse into regions."""
-    slots: dict[SSAValue, SlotAttr] = {}
+def _annotate(
+    block: Block, plan: BlockPlan, base: int, outer: dict[SSAValue, Place], marks: dict[SSAValue, NextAttr]
+) -> None:
+    """Write `mem.slot`s for the values `plan` placed, then recurse into regions.
+
+    `outer` holds the places of the parent's values that this block's values may be placed in
+    (a case result); `marks` the values of a loop body computed into the next round's view.
+    """
+    slots: dict[SSAValue, Place] = dict(marks)
     for buffer in plan.buffers:
+        loop = next((v.owner for v in buffer.values if isinstance(v.owner, jx.WhileOp)), None)
         for value in buffer.values:
-            if buffer.repeat == 1 or isinstance(value.owner, jx.WhileOp):  # ring members move every round
+            # a ring's values move every round; the loop's result and the init operand that is the
+            # ring's first slot are named by that slot
+            if buffer.repeat == 1 or value.owner is loop or value.owner.is_before_in_block(loop):
                 slots[value] = SlotAttr(base + buffer.offset, buffer.slot_size)
     for value, parent_value in plan.placed_in.items():
         if parent_value in outer:
@@ -114,13 +126,30 @@ def _annotate(block: Block, plan: BlockPlan, base: int, outer: dict[SSAValue, Sl
             offset, plans = plan.regions[op]
             placed = {**outer, **slots} if isinstance(op, jx.CaseOp) else {}  # a loop's ring moves every round
             for region, child in zip(op.regions, plans):
-                _annotate(region.block, child, base + offset, placed)
+                marks = _next_marks(op, plan.carries[op], child) if isinstance(op, jx.WhileOp) and region is op.body else {}
+                _annotate(region.block, child, base + offset, placed, marks)
 
 
-def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, SlotAttr]) -> None:
+def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[SSAValue, NextAttr]:
+    """The body's values computed into the next round's view of a carried position: those sharing
+    the buffer of the value the body computes and yields there (in-place updates of it included)."""
+    block = op.body.block
+    roots: dict[SSAValue, int] = {}
+    for c, (views, carry, value) in enumerate(zip(op.attributes["mem.views"].data, carries, block.last_op.operands)):
+        if views.slots.data and not carry.copied and value in body.roots and not isinstance(value, BlockArgument):
+            roots.setdefault(body.roots[value], c)
+    return {
+        value: NextAttr(roots[root])
+        for value, root in body.roots.items()
+        if root in roots and not isinstance(value, BlockArgument)
+    }
+
+
+def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]) -> None:
     views = []
     for result, carry in zip(op.res, plan.carries[op]):
         first = slots.get(result)
+        first = first if isinstance(first, SlotAttr) else None
         if first is None and carry.repeat:  # the ring is the function's output buffer
             views.append(ViewsAttr((), ()))
             continue
@@ -153,11 +182,15 @@ class VerifyPlanPass(ModulePass):
                 raise DiagnosticException(f"invalid plan of @{func.sym_name.data}: {which}: {violation.message}")
 
 
-def _slots_of(op) -> list:
-    if isinstance(op.attributes.get("mem.slot"), SlotAttr):
+def places_of(op) -> list[Place | None]:
+    """Where each result of `op` lives by its `mem.slot(s)` attribute; None: outside the arena or
+    decided at run time (a view, a case result viewing what a branch yields, a loop's multi-view)."""
+    if isinstance(op.attributes.get("mem.slot"), Place):
         return [op.attributes["mem.slot"]]
     slots = op.attributes.get("mem.slots")
-    return [s if s.size.data else None for s in slots.data] if isinstance(slots, ArrayAttr) else [None] * len(op.results)
+    if not isinstance(slots, ArrayAttr):
+        return [None] * len(op.results)
+    return [s if isinstance(s, NextAttr) or s.size.data else None for s in slots.data]
 
 
 def _rows_from_attributes(func: jx.FuncOp):
@@ -186,8 +219,8 @@ def _rows_from_attributes(func: jx.FuncOp):
             if isinstance(value, OpResult):
                 interval[value] = (spans[ops[int(start)]][0], spans[ops[int(end) - 1]][1])
         for o in ops:
-            for value, s in zip(o.results, _slots_of(o)):
-                if s is not None:
+            for value, s in zip(o.results, places_of(o)):
+                if isinstance(s, SlotAttr):
                     slot[value] = s
     for o in func.walk():
         if is_view(o):

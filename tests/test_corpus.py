@@ -14,7 +14,7 @@ from corpus_programs import BY_NAME, LARGE_CONST, LARGE_JAX_CONST, PROGRAMS
 from differential import assert_same, check_program, check_roundtrip
 from jaxalloc.dialects import jx
 from jaxalloc.frontend import convert, parse_module
-from jaxalloc.interpreter import make_interpreter
+from jaxalloc.interpreter import JxFunctions, LiveBytesSampler, make_interpreter
 
 
 def _lower(name: str):
@@ -207,7 +207,7 @@ def test_unused_outputs_and_dropvars():
     converted = convert(dropped, "unused_outputs")
     parse_module(check_roundtrip(converted.module))
     flat = jax.tree_util.tree_leaves(args)
-    outputs = make_interpreter(converted.module, converted.table).call_op("unused_outputs", tuple(flat))
+    outputs = make_interpreter(converted.module, JxFunctions(converted.table)).call_op("unused_outputs", tuple(flat))
     assert_same(list(outputs), jax.tree_util.tree_leaves(jax.jit(program.fn)(*args)))
 
 
@@ -326,19 +326,6 @@ def test_pytree_outputs_keep_their_structure():
 # --- memory -----------------------------------------------------------------------------------
 
 
-class _LiveBytesSampler:
-    """Interpreter listener recording the bytes of all live jax arrays after every op."""
-
-    def __init__(self):
-        self.samples: list[int] = []
-
-    def will_interpret_op(self, op, args) -> None:
-        pass
-
-    def did_interpret_op(self, op, results) -> None:
-        self.samples.append(sum(a.nbytes for a in jax.live_arrays()))
-
-
 def test_long_elementwise_chain_keeps_live_bytes_low():
     mib = 1 << 20
 
@@ -351,10 +338,9 @@ def test_long_elementwise_chain_keeps_live_bytes_low():
     assert x.nbytes == mib
     converted = jaxalloc.planned(chain)._traced((x,), {}).converted
     assert len(list(converted.func.body.block.ops)) > 200
-    interpreter = make_interpreter(converted.module, converted.table, listeners=[sampler := _LiveBytesSampler()])
-    baseline = sum(a.nbytes for a in jax.live_arrays())
+    sampler = LiveBytesSampler()
+    interpreter = make_interpreter(converted.module, JxFunctions(converted.table), listeners=[sampler])
     (out,) = interpreter.call_op(converted.func.sym_name.data, (x,))
-    assert len(sampler.samples) > 200
-    peak = max(sampler.samples) - baseline
+    peak = sampler.peak - sampler.before
     assert mib <= peak < 4 * mib, f"peak {peak / mib:.1f} MiB above the baseline"
     np.testing.assert_allclose(out, jax.jit(chain)(x), rtol=2e-5, atol=2e-6)

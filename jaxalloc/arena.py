@@ -1,0 +1,194 @@
+"""The arena a planned function runs in: one `uint8` jax array, every planned value at its offset.
+
+A value in the arena is known by its byte offset; its IR type says how to read it. Each op
+runs as one jitted kernel that reads its operands out of the arena, applies the primitive and
+writes its results back at their offsets. The arena is donated to the kernel, so XLA updates
+it in place instead of copying it per op. Offsets are kernel arguments, not constants, so
+ops that differ only in where their values live share one compiled kernel.
+
+Bytes are stored as they are in memory (a bitcast per dtype); types XLA cannot bitcast to
+bytes go through a same-sized stand-in: bool as uint8, complex as a pair of floats, 2- and
+4-bit types widened to 8 bits (their planned size counts one byte per element).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+from jax import lax
+from xdsl.ir import Attribute
+
+from jaxalloc.dialects.jx import KeyType
+from jaxalloc.errors import UnsupportedProgramError
+from jaxalloc.types import byte_size, dtype_of
+
+MAX_ARENA_BYTES = 2**31 - 1
+"""Offsets are passed to kernels as int32."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a value of one IR type is laid out as bytes in the arena."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    nbytes: int
+    key_impl: str | None = None
+
+    @property
+    def stored_dtype(self) -> np.dtype:
+        """The dtype whose bytes are written: the value's own, or its same-sized stand-in."""
+        if self.dtype == np.bool_:
+            return np.dtype(np.uint8)
+        if self.dtype.kind == "c":
+            return np.dtype(np.float32 if self.dtype.itemsize == 8 else np.float64)
+        if jnp.issubdtype(self.dtype, jnp.floating) and ml_dtypes.finfo(self.dtype).bits < 8:
+            return np.dtype(ml_dtypes.float8_e4m3fn)  # holds every 4- and 6-bit float exactly
+        if jnp.issubdtype(self.dtype, jnp.integer) and ml_dtypes.iinfo(self.dtype).bits < 8:
+            return np.dtype(np.uint8 if jnp.issubdtype(self.dtype, jnp.unsignedinteger) else np.int8)
+        return self.dtype
+
+    @property
+    def stored_shape(self) -> tuple[int, ...]:
+        words = self.nbytes // max(int(np.prod(self.shape, dtype=np.int64)), 1) // self.stored_dtype.itemsize
+        return (*self.shape, words) if self.key_impl or self.dtype.kind == "c" else self.shape
+
+
+@functools.cache
+def layout_of(type_: Attribute) -> Layout:
+    """The layout of values of an IR tensor type."""
+    element = type_.element_type
+    impl = element.impl.data if isinstance(element, KeyType) else None
+    return Layout(tuple(type_.get_shape()), dtype_of(element), byte_size(type_), impl)
+
+
+def to_bytes(value: jax.Array, layout: Layout) -> jax.Array:
+    """`value` as a flat uint8 array of `layout.nbytes` bytes (traced inside a kernel)."""
+    if layout.key_impl is not None:
+        value = jax.random.key_data(value)
+    elif layout.dtype.kind == "c":
+        value = jnp.stack([value.real, value.imag], axis=-1)
+    stored = layout.stored_dtype
+    if value.dtype != stored:
+        value = value.astype(stored)
+    if stored != np.uint8:
+        value = lax.bitcast_convert_type(value, jnp.uint8)
+    return value.reshape(-1)
+
+
+def from_bytes(data: jax.Array, layout: Layout) -> jax.Array:
+    """The value whose bytes are `data` (traced inside a kernel)."""
+    stored = layout.stored_dtype
+    if stored.itemsize > 1:
+        value = lax.bitcast_convert_type(data.reshape(*layout.stored_shape, stored.itemsize), stored)
+    else:
+        value = data.reshape(layout.stored_shape)
+        if stored != np.uint8:
+            value = lax.bitcast_convert_type(value, stored)
+    if layout.key_impl is not None:
+        return jax.random.wrap_key_data(value, impl=layout.key_impl)
+    if layout.dtype == np.bool_:
+        return value != 0
+    if layout.dtype.kind == "c":
+        return lax.complex(value[..., 0], value[..., 1])
+    return value if value.dtype == layout.dtype else value.astype(layout.dtype)
+
+
+Located = int | jax.Array
+"""A value during an arena run: its byte offset in the arena, or a jax array outside it."""
+
+
+def _identity(*values):
+    return values
+
+
+class Arena:
+    """The memory of one run of a planned function, and the bytes copied inside it."""
+
+    def __init__(self, nbytes: int):
+        if nbytes > MAX_ARENA_BYTES:
+            raise UnsupportedProgramError(
+                f"the arena needs {nbytes:,} bytes; arena mode addresses at most {MAX_ARENA_BYTES:,} "
+                "(run with mode='eager')"
+            )
+        self.bytes = jnp.zeros((nbytes,), jnp.uint8)
+        self.copied_bytes = 0
+
+    def run(
+        self,
+        key: Hashable,
+        bind: Callable[..., Sequence[jax.Array]],
+        inputs: Sequence[Located],
+        in_layouts: Sequence[Layout],
+        places: Sequence[int | None],
+        out_layouts: Sequence[Layout],
+    ) -> tuple[Located, ...]:
+        """Apply `bind` (known as `key`) to `inputs`; results with a place are written there."""
+        read = tuple(layout if isinstance(x, int) else None for x, layout in zip(inputs, in_layouts))
+        write = tuple(None if place is None else layout for place, layout in zip(places, out_layouts))
+        if all(layout is None for layout in read + write):
+            return tuple(bind(*inputs))
+        offsets = np.array([x for x in inputs if isinstance(x, int)] + [p for p in places if p is not None], np.int32)
+        outside = tuple(x for x in inputs if not isinstance(x, int))
+        self.bytes, kept = _kernel(key, bind, read, write)(self.bytes, offsets, outside)
+        kept = iter(kept)
+        return tuple(next(kept) if place is None else place for place in places)
+
+    def read(self, value: Located, layout: Layout) -> jax.Array:
+        """The value as a jax array (out of the arena if it is there)."""
+        if not isinstance(value, int):
+            return value
+        return self.run("read", _identity, (value,), (layout,), (None,), (layout,))[0]
+
+    def move(self, values: Sequence[Located], layouts: Sequence[Layout], places: Sequence[int]) -> None:
+        """Put each value at its place, copying those found elsewhere; every source is read
+        before anything is written, so values may move between each other's places."""
+        moves = [(v, l, p) for v, l, p in zip(values, layouts, places) if not isinstance(v, int) or v != p]
+        if not moves:
+            return
+        sources, layouts, places = zip(*moves)
+        self.run("move", _identity, sources, layouts, places, layouts)
+        self.copied_bytes += sum(layout.nbytes for layout in layouts)
+
+
+_KERNELS: dict[tuple, Callable] = {}
+
+
+def _kernel(key: Hashable, bind, read: tuple[Layout | None, ...], write: tuple[Layout | None, ...]):
+    """One op as a jitted function `(arena, offsets, outside) -> (arena, results kept outside)`,
+    shared by every op with the same `key` (primitive and parameters) and layouts.
+
+    `read[i]` is the layout of input `i` when it comes from the arena (None: it is passed in
+    `outside`); `write[j]` that of result `j` when it is written into the arena. `offsets`
+    lists the arena inputs' offsets, then the written results'.
+    """
+    kernel = _KERNELS.get((key, read, write))
+    if kernel is None:
+        kernel = _KERNELS[key, read, write] = _compile(bind, read, write)
+    return kernel
+
+
+def _compile(bind, read: tuple[Layout | None, ...], write: tuple[Layout | None, ...]):
+    def kernel(arena: jax.Array, offsets: jax.Array, outside: tuple[Any, ...]):
+        slots, given = iter(range(len(offsets))), iter(outside)
+        inputs = [
+            next(given) if layout is None
+            else from_bytes(lax.dynamic_slice(arena, (offsets[next(slots)],), (layout.nbytes,)), layout)
+            for layout in read
+        ]
+        kept = []
+        for result, layout in zip(bind(*inputs), write):
+            if layout is None:
+                kept.append(result)
+            else:
+                arena = lax.dynamic_update_slice(arena, to_bytes(result, layout), (offsets[next(slots)],))
+        return arena, tuple(kept)
+
+    return jax.jit(kernel, donate_argnums=0)
