@@ -1,7 +1,10 @@
-"""Per-op cost of jaxalloc's eager interpreter against `jax.core.eval_jaxpr`.
+"""Per-op cost of jaxalloc's interpreter, eager and in the arena, against `jax.core.eval_jaxpr`.
 
-Both run the same jaxpr op by op through `Primitive.bind`; the difference is the
-interpreter's own overhead (xDSL dispatch, liveness bookkeeping). Prints a table.
+All three run the same jaxpr op by op. Eager mode binds each primitive like `eval_jaxpr`;
+the difference is the interpreter's own overhead (xDSL dispatch, liveness bookkeeping).
+Arena mode runs each op as one jitted kernel that reads its operands from the arena and
+writes its results back. Times are the best of `--repeats` calls after a first (compiling)
+call. Prints a table.
 
     python benchmarks/interpreter_overhead.py [--repeats N]
 """
@@ -36,11 +39,12 @@ def best_time(fn, repeats: int) -> float:
 def measure(name, fn, args, repeats: int) -> tuple:
     closed = jax.make_jaxpr(fn)(*args)
     ops = len(closed.jaxpr.eqns)
-    planned = jaxalloc.planned(fn, mode="eager")
+    eager, arena = jaxalloc.planned(fn, mode="eager"), jaxalloc.planned(fn, mode="arena")
     reference = best_time(lambda: jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *args), repeats)
-    eager = best_time(lambda: planned(*args), repeats)
-    interpreted = planned.last_run.ops
-    return name, ops, interpreted, reference / ops * 1e6, eager / ops * 1e6, eager / reference
+    eager_time = best_time(lambda: eager(*args), repeats)
+    arena_time = best_time(lambda: arena(*args), repeats)
+    per_op = [t / ops * 1e6 for t in (reference, eager_time, arena_time)]
+    return name, ops, eager.last_run.ops, *per_op, eager_time / reference, arena_time / eager_time
 
 
 def main() -> None:
@@ -48,10 +52,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     repeats = parser.parse_args().repeats
     rows = [measure(name, fn, args, repeats) for name, fn, args in cases()]
-    print("per-op times are per jaxpr equation; jx ops also count literals (jx.const) and loop rounds")
-    print(f"{'program':<20} {'jaxpr eqns':>10} {'jx ops':>7} {'eval_jaxpr us/op':>17} {'eager us/op':>12} {'eager/eval_jaxpr':>17}")
-    for name, ops, interpreted, ref, eager, ratio in rows:
-        print(f"{name:<20} {ops:>10} {interpreted:>7} {ref:>17.1f} {eager:>12.1f} {ratio:>16.2f}x")
+    print("per-op times are per jaxpr equation; jx ops also count literals (jx.const) and loop rounds\n")
+    header = ["program", "jaxpr eqns", "jx ops", "eval_jaxpr us/op", "eager us/op", "arena us/op", "eager/eval_jaxpr", "arena/eager"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
+    for name, ops, interpreted, ref, eager, arena, eager_ratio, arena_ratio in rows:
+        cells = [name, f"{ops:,}", f"{interpreted:,}", f"{ref:.1f}", f"{eager:.1f}", f"{arena:.1f}", f"{eager_ratio:.2f}x", f"{arena_ratio:.2f}x"]
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

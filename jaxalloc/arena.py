@@ -14,7 +14,7 @@ bytes go through a same-sized stand-in: bool as uint8, complex as a pair of floa
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from xdsl.ir import Attribute
 
 from jaxalloc.dialects.jx import KeyType
 from jaxalloc.errors import UnsupportedProgramError
+from jaxalloc.frontend import Binding
 from jaxalloc.types import byte_size, dtype_of
 
 MAX_ARENA_BYTES = 2**31 - 1
@@ -105,8 +106,18 @@ Located = int | jax.Array
 """A value during an arena run: its byte offset in the arena, or a jax array outside it."""
 
 
-def _identity(*values):
-    return values
+class _Copy:
+    """The op that moves a value into or out of the arena unchanged."""
+
+    primitive = "copy"
+    params: dict = {}
+
+    @staticmethod
+    def bind(*values):
+        return values
+
+
+_COPY = _Copy()
 
 
 class Arena:
@@ -123,21 +134,20 @@ class Arena:
 
     def run(
         self,
-        key: Hashable,
-        bind: Callable[..., Sequence[jax.Array]],
+        op: Binding,
         inputs: Sequence[Located],
         in_layouts: Sequence[Layout],
         places: Sequence[int | None],
         out_layouts: Sequence[Layout],
     ) -> tuple[Located, ...]:
-        """Apply `bind` (known as `key`) to `inputs`; results with a place are written there."""
+        """Apply `op` to `inputs`; results with a place are written there, the rest returned."""
+        if not any(isinstance(x, int) for x in inputs) and all(p is None for p in places):
+            return op.bind(*inputs)
         read = tuple(layout if isinstance(x, int) else None for x, layout in zip(inputs, in_layouts))
         write = tuple(None if place is None else layout for place, layout in zip(places, out_layouts))
-        if all(layout is None for layout in read + write):
-            return tuple(bind(*inputs))
         offsets = np.array([x for x in inputs if isinstance(x, int)] + [p for p in places if p is not None], np.int32)
         outside = tuple(x for x in inputs if not isinstance(x, int))
-        self.bytes, kept = _kernel(key, bind, read, write)(self.bytes, offsets, outside)
+        self.bytes, kept = _kernel(op, read, write)(self.bytes, offsets, outside)
         kept = iter(kept)
         return tuple(next(kept) if place is None else place for place in places)
 
@@ -145,7 +155,7 @@ class Arena:
         """The value as a jax array (out of the arena if it is there)."""
         if not isinstance(value, int):
             return value
-        return self.run("read", _identity, (value,), (layout,), (None,), (layout,))[0]
+        return self.run(_COPY, (value,), (layout,), (None,), (layout,))[0]
 
     def move(self, values: Sequence[Located], layouts: Sequence[Layout], places: Sequence[int]) -> None:
         """Put each value at its place, copying those found elsewhere; every source is read
@@ -154,24 +164,30 @@ class Arena:
         if not moves:
             return
         sources, layouts, places = zip(*moves)
-        self.run("move", _identity, sources, layouts, places, layouts)
+        self.run(_COPY, sources, layouts, places, layouts)
         self.copied_bytes += sum(layout.nbytes for layout in layouts)
 
 
 _KERNELS: dict[tuple, Callable] = {}
 
 
-def _kernel(key: Hashable, bind, read: tuple[Layout | None, ...], write: tuple[Layout | None, ...]):
-    """One op as a jitted function `(arena, offsets, outside) -> (arena, results kept outside)`,
-    shared by every op with the same `key` (primitive and parameters) and layouts.
+def _kernel(op: Binding, read: tuple[Layout | None, ...], write: tuple[Layout | None, ...]):
+    """One op as a jitted function `(arena, offsets, outside) -> (arena, results kept outside)`.
 
     `read[i]` is the layout of input `i` when it comes from the arena (None: it is passed in
     `outside`); `write[j]` that of result `j` when it is written into the arena. `offsets`
-    lists the arena inputs' offsets, then the written results'.
+    lists the arena inputs' offsets, then the written results'. Ops that bind the same
+    primitive with equal parameters share one kernel; with unhashable parameters, an op has
+    its own (the cache holds the op, so its identity is never reused).
     """
-    kernel = _KERNELS.get((key, read, write))
+    try:
+        key = (op.primitive, tuple(sorted(op.params.items())), read, write)
+        hash(key)
+    except TypeError:
+        key = (op.primitive, id(op), read, write)
+    kernel = _KERNELS.get(key)
     if kernel is None:
-        kernel = _KERNELS[key, read, write] = _compile(bind, read, write)
+        kernel = _KERNELS[key] = _compile(op.bind, read, write)
     return kernel
 
 

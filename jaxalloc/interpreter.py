@@ -29,7 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from jaxalloc.arena import Arena, Layout, Located, layout_of
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr
-from jaxalloc.frontend import BindTable, Binding
+from jaxalloc.frontend import BindTable
 from jaxalloc.inplace import is_view
 from jaxalloc.liveness import last_uses
 from jaxalloc.passes import places_of
@@ -110,8 +110,11 @@ class _OpLayout:
     """What running one op in the arena needs to know, read once from its type and attributes."""
 
     places: tuple[SlotAttr | NextAttr | None, ...]
+    offsets: tuple[int | None, ...] | None
+    """The places as offsets when none depends on the round (no `mem.next`)."""
     inputs: tuple[Layout, ...]
     outputs: tuple[Layout, ...]
+    view: bool
 
 
 @register_impls
@@ -138,10 +141,14 @@ class ArenaFunctions(JxFunctions):
     def layout(self, op: Operation) -> _OpLayout:
         found = self.layouts.get(op)
         if found is None:
+            places = tuple(places_of(op))
+            static = not any(isinstance(p, NextAttr) for p in places)
             found = self.layouts[op] = _OpLayout(
-                tuple(places_of(op)),
+                places,
+                tuple(self.where(p) for p in places) if static else None,
                 tuple(layout_of(v.type) for v in op.operands),
                 tuple(layout_of(v.type) for v in op.results),
+                is_view(op),
             )
         return found
 
@@ -161,12 +168,12 @@ class ArenaFunctions(JxFunctions):
 
     @impl(jx.PrimOp)
     def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
-        layout = self.layout(op)
-        places = tuple(self.where(p) for p in layout.places)
-        if is_view(op) and isinstance(args[0], int) and places[0] in (None, args[0]):
+        layout = self.layouts.get(op) or self.layout(op)
+        places = layout.offsets or tuple(self.where(p) for p in layout.places)
+        if layout.view and isinstance(args[0], int) and places[0] in (None, args[0]):
             return (args[0],)  # the operand's bytes, read as the result's type
         binding = self.table[op.key.data]
-        return self.arena.run(_kernel_key(binding), binding.bind, args, layout.inputs, places, layout.outputs)
+        return self.arena.run(binding, args, layout.inputs, places, layout.outputs)
 
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
@@ -215,18 +222,6 @@ class ArenaFunctions(JxFunctions):
 
 def _offset(view: int | SlotAttr | None) -> int | None:
     return view.offset.data if isinstance(view, SlotAttr) else None
-
-
-def _kernel_key(binding: Binding):
-    """Ops binding the same primitive with equal parameters share compiled kernels. Unhashable
-    parameters key by the binding's identity; the cached kernel holds the binding, so that
-    identity is never reused."""
-    try:
-        key = (binding.primitive, tuple(sorted(binding.params.items())))
-        hash(key)
-        return key
-    except TypeError:
-        return (binding.primitive, id(binding))
 
 
 class LiveBytesSampler:

@@ -1,16 +1,21 @@
 """The differential check every test program goes through.
 
-Convert, print, parse back, verify, print identically; interpret the parsed module and
-compare with `jax.jit`: exact for integer, bool and key outputs, tight tolerance for floats.
+Convert, print, parse back, verify, print identically; interpret the parsed module (inside
+its planned arena, or eagerly) and compare with `jax.jit`: exact for integer, bool and key
+outputs, tight tolerance for floats.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import jax
 import numpy as np
 
 import jaxalloc
+from jaxalloc.dialects import jx
 from jaxalloc.frontend import Converted, parse_module
+from jaxalloc.types import byte_size
 
 FLOAT_TOLERANCE = {"rtol": 2e-5, "atol": 2e-6}
 LOW_PRECISION_TOLERANCE = {"rtol": 2e-2, "atol": 2e-2}
@@ -44,12 +49,40 @@ def check_roundtrip(module) -> str:
     return text
 
 
-def check_program(fn, *args) -> jaxalloc.Planned:
-    """The whole differential check for `fn(*args)`; returns the planned function."""
-    planned = jaxalloc.planned(fn)
+def check_program(fn, *args, mode: str = "arena") -> jaxalloc.Planned:
+    """The whole differential check for `fn(*args)` run in `mode`; returns the planned function."""
+    planned = jaxalloc.planned(fn, mode=mode)
     traced = planned._traced(args, {})
     text = check_roundtrip(traced.converted.module)
     parsed = Converted(parse_module(text), traced.converted.table)
     planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in planned._cache.items()}
     assert_same(planned(*args), jax.jit(fn)(*args))
     return planned
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    """What an arena run of a program measurably took, against what its plan allows."""
+
+    arena: int
+    outputs: int
+    largest_op: int
+    """An upper bound on what one op holds besides the arena: its operands and results (a loop's
+    operands stay referenced while it runs, so its carried values outside the arena count twice)."""
+    measured: int
+    """Peak bytes in use during the run, less those in use before it (the arguments among them)."""
+
+    @property
+    def allowed(self) -> int:
+        return self.arena + self.outputs + self.largest_op
+
+
+def memory_figures(fn, *args) -> MemoryFigures:
+    """Run `fn` in its arena with memory sampling after every op."""
+    planned = jaxalloc.planned(fn, measure_memory=True)
+    outputs = planned(*args)
+    run = planned.last_run
+    ops = [op for op in planned.plan(*args).module.walk() if isinstance(op, jx.PrimOp | jx.WhileOp | jx.CaseOp)]
+    largest = max((sum(byte_size(v.type) for v in (*op.operands, *op.results)) for op in ops), default=0)
+    output_bytes = sum(o.nbytes for o in jax.tree_util.tree_leaves(outputs))
+    return MemoryFigures(run.arena_bytes, output_bytes, largest, run.peak_live_bytes - run.live_bytes_before)

@@ -48,6 +48,14 @@ def test_corpus_program(program):
     args = program.make_args()
     planned = check_program(program.fn, *args)
     assert f"jx.func @{program.fn.__name__}(%a: " in str(planned.lower(*args))  # name hints from jaxpr vars
+    run = planned.last_run
+    assert (run.mode, run.copied_bytes) == ("arena", 0)
+    assert run.arena_bytes == planned.plan(*args).arena_bytes
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
+def test_corpus_program_eager(program):
+    check_program(program.fn, *program.make_args(), mode="eager")
 
 
 def test_corpus_table():
