@@ -10,6 +10,7 @@ binds exactly as JAX would.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,11 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax._src import core
+from jax._src import core, source_info_util
 from jax._src.lax import lax as lax_internal
 from xdsl.builder import Builder, InsertPoint
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
 from jaxalloc.dialects import jx
 from jaxalloc.types import dtype_of, tensor_type
@@ -140,8 +141,14 @@ class _Converter:
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.res
 
-    def inline(self, block: Block, jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[SSAValue]) -> list[SSAValue]:
-        """Emit `jaxpr`'s equations at the end of `block`; return the values of its outputs."""
+    def inline(
+        self, block: Block, jaxpr: core.Jaxpr, consts: Sequence[Any], args: Sequence[SSAValue], locate: bool = True
+    ) -> list[SSAValue]:
+        """Emit `jaxpr`'s equations at the end of `block`; return the values of its outputs.
+
+        `locate=False` (jaxalloc's own glue) leaves the ops without a source line: they take the
+        line of the equation they serve.
+        """
         env: dict[core.Var, SSAValue] = {}
         for var, value in zip(jaxpr.constvars, consts, strict=True):
             env[var] = self.const(block, value, var.aval)
@@ -155,7 +162,10 @@ class _Converter:
 
         for eqn in jaxpr.eqns:
             args = [read(a) for a in eqn.invars]
+            before = block.last_op
             results = self.equation(block, eqn, args)
+            if locate:
+                _locate(block, before, eqn)
             # an inlined call or an empty scan may hand an operand back unchanged: it keeps its name
             forwarded = set(args)
             renamed = [(r, v) for r, v in zip(results, eqn.outvars, strict=True) if r not in forwarded]
@@ -191,7 +201,7 @@ class _Converter:
     def glue(self, block: Block, fn: Callable, *args: SSAValue, **static) -> list[SSAValue]:
         """Inline the jaxpr of a small jax.lax helper applied to `args`."""
         closed = _glue_jaxpr(fn, tuple(_aval_of(a) for a in args), tuple(sorted(static.items())))
-        return self.inline(block, closed.jaxpr, closed.consts, args)
+        return self.inline(block, closed.jaxpr, closed.consts, args, locate=False)
 
     def region(self, arg_types, emit: Callable[[Block], Sequence[SSAValue]]) -> Region:
         block = Block(arg_types=arg_types)
@@ -230,10 +240,11 @@ class _Converter:
         """scan as a counted loop: round i reads xs[i] and writes ys[i] into a carried stacked buffer."""
         p = eqn.params
         length, reverse, body_jaxpr = p["length"], p["reverse"], p["jaxpr"]
-        consts = args[: p["num_consts"]]
-        carry_init = args[p["num_consts"] : p["num_consts"] + p["num_carry"]]
-        xs = args[p["num_consts"] + p["num_carry"] :]
-        ys_avals = [v.aval for v in eqn.outvars[p["num_carry"] :]]
+        num_consts, num_carry = scan_counts(p)
+        consts = args[:num_consts]
+        carry_init = args[num_consts : num_consts + num_carry]
+        xs = args[num_consts + num_carry :]
+        ys_avals = [v.aval for v in eqn.outvars[num_carry:]]
         if length == 0:  # no round runs (and xs[i] could not even be traced): carry through, empty ys
             return [*carry_init, *(self.glue(block, _zeros, aval=aval)[0] for aval in ys_avals)]
 
@@ -271,6 +282,65 @@ class _Converter:
         op = jx.CaseOp(index, types, branches)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
+
+
+def scan_counts(params: dict) -> tuple[int, int]:
+    """How many of a scan's operands are constants and carries. JAX 0.10 says so in `num_consts`
+    and `num_carry`; later versions group the operands in `ft_in` (consts, carries, xs)."""
+    if "num_consts" in params:
+        return params["num_consts"], params["num_carry"]
+    consts, carries, _ = params["ft_in"]
+    return len(consts), len(carries)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _source_location(eqn: core.JaxprEqn) -> FileLineColLoc | None:
+    """The innermost user frame of an equation (outside JAX and jaxalloc), as an op location."""
+    traceback = eqn.source_info.traceback if eqn.source_info is not None else None
+    for frame in source_info_util.user_frames(traceback):
+        if not os.path.abspath(frame.file_name).startswith(_PACKAGE_DIR + os.sep):
+            return FileLineColLoc(StringAttr(frame.file_name), IntAttr(frame.start_line), IntAttr(frame.start_column))
+    return None
+
+
+def _locate(block: Block, before, eqn: core.JaxprEqn) -> None:
+    """Give the ops an equation added to `block` its source line, where inner equations did not.
+
+    Locations stay out of the printed IR (xDSL prints them only with debug info on); reports use
+    them to say which line of the user's program a buffer comes from.
+    """
+    location = _source_location(eqn)
+    if location is None:
+        return
+    op = block.first_op if before is None else before.next_op
+    while op is not None:
+        if isinstance(op.location, UnknownLoc):
+            op.location = location
+        op = op.next_op
+
+
+def value_label(value: SSAValue) -> str:
+    """What defines `value`, for people: `dot_general models.py:24`, `while models.py:30`, `argument`."""
+    if isinstance(value, BlockArgument):
+        parent = value.block.parent_op()
+        return "argument" if parent is None or isinstance(parent, jx.FuncOp) else f"{_op_name(parent)} carry"
+    op = value.owner
+    location = op.location
+    while op is not None and isinstance(location, UnknownLoc):  # glue of a loop: the loop's line
+        op = op.parent_op()
+        location = op.location if op is not None else location
+    name = _op_name(value.owner)
+    if isinstance(location, FileLineColLoc):
+        return f"{name} {os.path.basename(location.filename.data)}:{location.line.data}"
+    return name
+
+
+def _op_name(op) -> str:
+    if isinstance(op, jx.PrimOp):
+        return op.primitive.data
+    return op.name.removeprefix("jx.")
 
 
 def _aval_of(value: SSAValue) -> jax.ShapeDtypeStruct:

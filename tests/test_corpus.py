@@ -13,7 +13,7 @@ import jaxalloc
 from corpus_programs import BY_NAME, LARGE_CONST, LARGE_JAX_CONST, PROGRAMS
 from differential import assert_same, check_program, check_roundtrip
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import convert, parse_module
+from jaxalloc.frontend import convert, parse_module, scan_counts
 from jaxalloc.interpreter import JxFunctions, LiveBytesSampler, make_interpreter
 
 
@@ -92,12 +92,13 @@ def test_scan_becomes_while(name):
     program = BY_NAME[name]
     jaxpr = jax.make_jaxpr(program.fn)(*program.make_args()).jaxpr
     (scan,) = [eqn for eqn in jaxpr.eqns if eqn.primitive.name == "scan"]
-    num_ys = len(scan.outvars) - scan.params["num_carry"]
+    num_carry = scan_counts(scan.params)[1]
+    num_ys = len(scan.outvars) - num_carry
     module = _lower(name)
     (loop,) = _ops(module, jx.WhileOp)
     assert "scan" not in _prims(module)
     assert loop.inits[0].type == TensorType(jx._I32, [])  # the explicit counter comes first
-    assert len(loop.inits) == 1 + scan.params["num_carry"] + num_ys  # ys are loop-carried stacked buffers
+    assert len(loop.inits) == 1 + num_carry + num_ys  # ys are loop-carried stacked buffers
     assert _prims(loop.body).count("dynamic_update_slice") == num_ys  # ys[i] = y, one per ys
     assert "jx.while" in str(module)
 
