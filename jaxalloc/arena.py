@@ -109,8 +109,7 @@ Located = int | jax.Array
 class _Copy:
     """The op that moves a value into or out of the arena unchanged."""
 
-    primitive = "copy"
-    params: dict = {}
+    key = "copy"
 
     @staticmethod
     def bind(*values):
@@ -176,15 +175,10 @@ def _kernel(op: Binding, read: tuple[Layout | None, ...], write: tuple[Layout | 
 
     `read[i]` is the layout of input `i` when it comes from the arena (None: it is passed in
     `outside`); `write[j]` that of result `j` when it is written into the arena. `offsets`
-    lists the arena inputs' offsets, then the written results'. Ops that bind the same
-    primitive with equal parameters share one kernel; with unhashable parameters, an op has
-    its own (the cache holds the op, so its identity is never reused).
+    lists the arena inputs' offsets, then the written results'. Ops with equal `key`s share
+    one kernel (the cache holds the op, so an identity in a key is never reused).
     """
-    try:
-        key = (op.primitive, tuple(sorted(op.params.items())), read, write)
-        hash(key)
-    except TypeError:
-        key = (op.primitive, id(op), read, write)
+    key = (op.key, read, write)
     kernel = _KERNELS.get(key)
     if kernel is None:
         kernel = _KERNELS[key] = _compile(op.bind, read, write)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,17 @@ class Binding:
 
     primitive: core.Primitive
     params: dict[str, Any]
+
+    @functools.cached_property
+    def key(self) -> Hashable:
+        """Equal for bindings of one primitive with equal parameters, so they can share compiled
+        code; a binding with unhashable parameters is only equal to itself."""
+        key = (self.primitive, tuple(sorted(self.params.items())))
+        try:
+            hash(key)
+        except TypeError:
+            return (self.primitive, id(self))
+        return key
 
     def bind(self, *args):
         out = self.primitive.bind(*args, **self.primitive.get_bind_params(self.params))
