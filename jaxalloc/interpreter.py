@@ -209,14 +209,14 @@ class ArenaFunctions(JxFunctions):
 
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
-        index = int(self.arena.read(args[0], self.layout(op).inputs[0]))
-        branch = min(max(index, 0), len(op.branches) - 1)
+        layout = self.layout(op)
+        branch = min(max(int(self.arena.read(args[0], layout.inputs[0])), 0), len(op.branches) - 1)
         yielded = self.run_block(interpreter, op.branches[branch].block, ())
         phis = op.attributes.get("mem.phi")
         views = [tuple(p.get_values()) for p in phis.data] if phis is not None else [()] * len(op.results)
-        places = [None if branch in v else self.where(p) for p, v in zip(self.layout(op).places, views)]
+        places = [None if branch in v else self.where(p) for p, v in zip(layout.places, views)]
         moved = [k for k, place in enumerate(places) if place is not None]
-        self.arena.move([yielded[k] for k in moved], [self.layout(op).outputs[k] for k in moved], [places[k] for k in moved])
+        self.arena.move([yielded[k] for k in moved], [layout.outputs[k] for k in moved], [places[k] for k in moved])
         return tuple(y if place is None else place for y, place in zip(yielded, places))
 
 

@@ -4,8 +4,9 @@
   reading and for tests of the liveness rules.
 - `jx-assign-buffers{allocator=nnc alignment=64 include-outputs=false}` plans every function and
   writes the plan onto the IR: `mem.arena` on the function, `mem.slot` on every op whose result
-  has a fixed place (`mem.slots` for several results), `mem.views` on every loop, and `mem.phi`
-  on a case whose result is, in some branches, a view of the value the branch yields.
+  has a fixed place (`mem.slots` for several results) or, in a loop body, is computed into the
+  next round's view of a carried position (`#mem.next<k>`), `mem.views` on every loop, and
+  `mem.phi` on a case whose result is, in some branches, a view of the value the branch yields.
 - `jx-verify-plan` re-plans nothing: it rebuilds the rows of a planned function and runs the
   independent checker, naming the two overlapping values when the plan is wrong.
 """

@@ -1,7 +1,8 @@
 # RUN: %python %s | filecheck %s
 # Planned IR of sub-graphs: a case's branches share one block and compute their result in the case
 # result's slot; a loop carry gets a multi-view (x = f(x): two slots after the init operand read in
-# place); scan's stacked ys is updated in place in one slot that is the init buffer itself; a
+# place, the body computing the next round's value straight into its next view); scan's stacked ys
+# is updated in place in one slot that is the init buffer itself; a
 # rotation of four carries shares one ring of four slots.
 import jax.numpy as jnp
 from jax import lax
@@ -51,6 +52,10 @@ show(rotate, *[jnp.ones(16)] * 4)
 # CHECK-LABEL: jx.func @carry
 # CHECK:         jx.while
 # CHECK-SAME:      mem.views = [#mem.views<initial = [0], slots = [#mem.slot<offset = {{[0-9]+}}, size = 64>]>, #mem.views<initial = [1], slots = [#mem.slot<offset = {{[0-9]+}}, size = 64>]>, #mem.views<initial = [2], slots = [#mem.slot<offset = [[S0:[0-9]+]], size = 1024>, #mem.slot<offset = {{[0-9]+}}, size = 1024>]>]
+# CHECK:         } do {
+# CHECK:           jx.prim "dot_general"{{.*}} attributes {mem.slot = #mem.next<2>}
+# CHECK-NEXT:      jx.prim "tanh"{{.*}} attributes {mem.slot = #mem.next<2>}
+# CHECK:           jx.prim "add"{{.*}} attributes {mem.slot = #mem.next<0>}
 
 # CHECK-LABEL: jx.func @stacked
 # CHECK:         %[[YS:.*]] = jx.prim "broadcast_in_dim"{{.*}} attributes {mem.slot = #mem.slot<offset = [[B:[0-9]+]], size = 320>}
