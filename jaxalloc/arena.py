@@ -138,15 +138,26 @@ class Arena:
         in_layouts: Sequence[Layout],
         places: Sequence[int | None],
         out_layouts: Sequence[Layout],
+        kernels: dict | None = None,
     ) -> tuple[Located, ...]:
-        """Apply `op` to `inputs`; results with a place are written there, the rest returned."""
-        if not any(isinstance(x, int) for x in inputs) and all(p is None for p in places):
+        """Apply `op` to `inputs`; results with a place are written there, the rest returned.
+
+        `kernels` caches the op's kernels by which inputs and results are in the arena, so a call
+        finds its kernel without hashing layouts.
+        """
+        in_arena = tuple(isinstance(x, int) for x in inputs)
+        written = tuple(place is not None for place in places)
+        if not any(in_arena) and not any(written):
             return op.bind(*inputs)
-        read = tuple(layout if isinstance(x, int) else None for x, layout in zip(inputs, in_layouts))
-        write = tuple(None if place is None else layout for place, layout in zip(places, out_layouts))
+        kernel = None if kernels is None else kernels.get((in_arena, written))
+        if kernel is None:
+            read = tuple(layout if a else None for a, layout in zip(in_arena, in_layouts))
+            write = tuple(layout if w else None for w, layout in zip(written, out_layouts))
+            kernel = _kernel(op, read, write)
+            if kernels is not None:
+                kernels[in_arena, written] = kernel
         offsets = np.array([x for x in inputs if isinstance(x, int)] + [p for p in places if p is not None], np.int32)
-        outside = tuple(x for x in inputs if not isinstance(x, int))
-        self.bytes, kept = _kernel(op, read, write)(self.bytes, offsets, outside)
+        self.bytes, kept = kernel(self.bytes, offsets, tuple(x for x in inputs if not isinstance(x, int)))
         kept = iter(kept)
         return tuple(next(kept) if place is None else place for place in places)
 

@@ -115,6 +115,7 @@ class _OpLayout:
     inputs: tuple[Layout, ...]
     outputs: tuple[Layout, ...]
     view: bool
+    kernels: dict = field(default_factory=dict)
 
 
 @register_impls
@@ -173,7 +174,7 @@ class ArenaFunctions(JxFunctions):
         if layout.view and isinstance(args[0], int) and places[0] in (None, args[0]):
             return (args[0],)  # the operand's bytes, read as the result's type
         binding = self.table[op.key.data]
-        return self.arena.run(binding, args, layout.inputs, places, layout.outputs)
+        return self.arena.run(binding, args, layout.inputs, places, layout.outputs, layout.kernels)
 
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
