@@ -31,6 +31,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from jaxalloc.allocators import Problem, allocate
 from jaxalloc.dialects import jx
+from jaxalloc.frontend import value_label
 from jaxalloc.inplace import in_place_candidates, is_view
 from jaxalloc.liveness import block_liveness, defined_in, flat_schedule
 from jaxalloc.types import byte_size
@@ -334,6 +335,8 @@ class Row:
     end: int
     region: str
     repeat: int
+    label: str = ""
+    """What defines the buffer, for people: the primitive and the user's source line."""
 
 
 def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
@@ -345,10 +348,11 @@ def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
         ops = list(block.ops)
         for buffer in block_plan.buffers:
             begin, finish = spans[ops[buffer.start]][0], spans[ops[buffer.end - 1]][1]
-            name = next((v.name_hint for v in buffer.values if v.name_hint), "%")
+            named = next((v for v in buffer.values if v.name_hint), buffer.values[0])
+            name, label = named.name_hint or "%", value_label(named)
             for slot in range(buffer.repeat):
                 offset = base + buffer.offset + slot * buffer.slot_size
-                rows.append(Row(name, buffer.slot_size, offset, begin, finish, region, buffer.repeat))
+                rows.append(Row(name, buffer.slot_size, offset, begin, finish, region, buffer.repeat, label))
         for op, (offset, plans) in block_plan.regions.items():
             for i, (child_region, child_plan) in enumerate(zip(op.regions, plans)):
                 visit(child_region.block, child_plan, base + offset, f"{region}/{op.name}#{ops.index(op)}.{i}")

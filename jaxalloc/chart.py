@@ -3,9 +3,10 @@
 Both take plain arrays (names, sizes, offsets, half-open lifetimes ``[start, end)``) so that lifetime
 traces and jaxpr plans share them. The chart draws every buffer as one rectangle of a single
 ``PolyCollection``, which stays fast and readable from 20 to tens of thousands of buffers: neighbours
-get different colours, outlines are drawn up to a few thousand buffers, and names are written inside
-the rectangles only when there are few. The peak and the lower bound are horizontal
-lines, so the gap between them is visible at a glance.
+get different colours, outlines are drawn up to a few thousand buffers, and labels (the name, and
+where given what defines the buffer) are written inside the rectangles of every buffer when there
+are few, else of the largest ones, wherever the text fits (across, on two lines, or upright). The
+peak and the lower bound are horizontal lines, so the gap between them is visible at a glance.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 LABEL_LIMIT = 40
+LARGEST_LABELLED = 12
 OUTLINE_LIMIT = 3000
 PLAN_CSV_COLUMNS = ("tensor_name", "size", "offset", "start_time", "end_time")
 
@@ -45,8 +47,14 @@ def plot_plan(
     peak: int,
     bound: int | None = None,
     title: str | None = None,
+    labels: Sequence[str] | None = None,
 ) -> None:
-    """Writes a Gantt chart of a plan to ``path`` (PNG, or any format matplotlib infers from the name)."""
+    """Writes a Gantt chart of a plan to ``path`` (PNG, or any format matplotlib infers from the name).
+
+    ``labels`` (one per buffer, e.g. the primitive and source line that define it) are written after
+    the names of the labelled buffers: all of them when there are at most ``LABEL_LIMIT``, else the
+    ``LARGEST_LABELLED`` largest.
+    """
     sizes, offsets = np.asarray(sizes, np.int64), np.asarray(offsets, np.int64)
     starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
     n = len(sizes)
@@ -65,9 +73,6 @@ def plot_plan(
             rasterized=not few,
         )
     )
-    if few:
-        for name, s, e, o, z in zip(names, starts, ends, offsets, sizes):
-            axes.text((s + e) / 2, o + z / 2, str(name), ha="center", va="center", fontsize=8, clip_on=True)
     axes.axhline(peak, color="crimson", linestyle="--", linewidth=1.2, label=f"peak {format_bytes(peak)}")
     if bound is not None:
         axes.axhline(bound, color="seagreen", linestyle=":", linewidth=1.5, label=f"lower bound {format_bytes(bound)}")
@@ -75,6 +80,7 @@ def plot_plan(
     high = int(ends.max()) if n else 1
     axes.set_xlim(low, max(high, low + 1))
     axes.set_ylim(0, max(peak, bound or 0, 1) * 1.06)
+    _label(figure, axes, names, labels, starts, ends, offsets, sizes, every=few)
     axes.yaxis.set_major_formatter(FuncFormatter(format_bytes))
     axes.set_xlabel("time (schedule step)")
     axes.set_ylabel("address")
@@ -84,6 +90,46 @@ def plot_plan(
     axes.set_title(f"{title}\n{summary}" if title else summary, fontsize=10)
     axes.legend(loc="upper right", fontsize=8)
     figure.savefig(path)
+
+
+def _label(figure, axes, names, labels, starts, ends, offsets, sizes, every: bool) -> None:
+    """Writes the label of each chosen buffer inside its rectangle, in the first form that fits."""
+    if not len(sizes):
+        return
+    chosen = range(len(sizes)) if every else np.lexsort((starts - ends, -sizes))[:LARGEST_LABELLED]
+    (x0, x1), (y0, y1) = axes.get_xlim(), axes.get_ylim()
+    width_in, height_in = figure.get_size_inches()
+    # points per data unit, for an axes that takes about 85 % of the figure
+    x_scale, y_scale = 0.85 * width_in * 72 / (x1 - x0), 0.8 * height_in * 72 / (y1 - y0)
+    for i in chosen:
+        box_w, box_h = (ends[i] - starts[i]) * x_scale, sizes[i] * y_scale
+        name = str(names[i])
+        texts = [f"{name}: {labels[i]}", f"{name}\n{labels[i]}"] if labels is not None and labels[i] else []
+        for text, size, rotation in _forms(texts + [name]):
+            lines = text.split("\n")
+            along, across = max(len(line) for line in lines) * size * 0.6, len(lines) * size * 1.25
+            if rotation:
+                along, across = across, along
+            if along <= box_w and across <= box_h:
+                axes.text(
+                    (starts[i] + ends[i]) / 2, offsets[i] + sizes[i] / 2, text,
+                    ha="center", va="center", fontsize=size, rotation=rotation, clip_on=True,
+                )
+                break
+
+
+def _forms(texts: list[str]):
+    """Candidate renderings, most informative first: the labels at 8 pt, at 6 pt, upright, then the name."""
+    *labelled, name = texts
+    for size in (8, 6):
+        for text in labelled:
+            yield text, size, 0
+    for text in labelled:
+        if "\n" not in text:
+            yield text, 6, 90
+    for size in (8, 6):
+        yield name, size, 0
+    yield name, 6, 90
 
 
 def _rectangles(x0, x1, y0, y1) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""The `jaxalloc` command line: `ir` prints a function's jx module, `trace` plans a lifetime trace."""
+"""The `jaxalloc` command line: `ir` prints a function's jx module, `trace` plans a lifetime trace,
+`plan` plans a function and reports it, `compare` puts the plan beside XLA's memory for the function."""
 
 from __future__ import annotations
 
@@ -8,19 +9,20 @@ import sys
 from jaxalloc.errors import JaxallocError
 
 
-def _add_ir(commands) -> None:
-    p = commands.add_parser("ir", help="print the jx module of a Python function")
+def _add_target(p) -> None:
+    """The function to work on and its example arguments, for `ir`, `plan` and `compare`."""
     p.add_argument("target", help="MODULE:FUNCTION (module name or path to a .py file)")
-    p.add_argument(
-        "args",
-        nargs="*",
-        help="example arguments as shape specs, e.g. f32[64,512] i32[] bool[3]",
-    )
+    p.add_argument("args", nargs="*", help="example arguments as shape specs, e.g. f32[64,512] i32[] bool[3]")
     p.add_argument(
         "--args-from",
         metavar="FUNCTION",
         help="a function in the same module returning the example arguments (a tuple)",
     )
+
+
+def _add_ir(commands) -> None:
+    p = commands.add_parser("ir", help="print the jx module of a Python function")
+    _add_target(p)
     p.set_defaults(run=_run_ir)
 
 
@@ -48,11 +50,71 @@ def _run_trace(ns) -> None:
     run_trace_command(ns)
 
 
+def _add_function_target(p) -> None:
+    _add_target(p)
+    p.add_argument("--allocator", default="nnc", help="allocator name (default: nnc)")
+    p.add_argument("--alignment", type=int, default=64, help="offset alignment in bytes (default: 64)")
+    p.add_argument("--include-outputs", action="store_true", help="plan the outputs in the arena too")
+
+
+def _plan_target(ns):
+    from jaxalloc.allocators import get_allocator
+    from jaxalloc.api import planned
+    from jaxalloc.targets import load_function_and_args
+
+    get_allocator(ns.allocator)
+    fn, args = load_function_and_args(ns.target, ns.args, ns.args_from)
+    plan = planned(fn).plan(*args, allocator=ns.allocator, alignment=ns.alignment, include_outputs=ns.include_outputs)
+    return fn, args, plan
+
+
+def _add_plan(commands) -> None:
+    p = commands.add_parser("plan", help="plan a Python function and print a report of the plan")
+    _add_function_target(p)
+    p.add_argument("--top", type=int, default=10, help="buffers listed in each table of the report (default: 10)")
+    p.add_argument("--out", metavar="PLAN.csv", help="write the plan: tensor_name,size,offset,start_time,end_time")
+    p.add_argument("--plot", metavar="PNG", help="write a Gantt chart with the largest buffers labelled")
+    p.set_defaults(run=_run_plan)
+
+
+def _run_plan(ns) -> None:
+    _, _, plan = _plan_target(ns)
+    plan.check()
+    print(plan.report(top=ns.top))
+    if ns.out:
+        plan.to_csv(ns.out)
+        print(f"wrote {ns.out}")
+    if ns.plot:
+        plan.plot(ns.plot)
+        print(f"wrote {ns.plot}")
+
+
+def _add_compare(commands) -> None:
+    p = commands.add_parser(
+        "compare", help="compare a function's plan with XLA's memory_analysis(), and re-plan XLA's own buffers"
+    )
+    _add_function_target(p)
+    p.add_argument("--no-replan", action="store_true", help="skip re-planning XLA's own temp buffers")
+    p.set_defaults(run=_run_compare)
+
+
+def _run_compare(ns) -> None:
+    from jaxalloc.xla_buffers import replan_xla_buffers
+
+    fn, args, plan = _plan_target(ns)
+    print(plan.compare_xla())
+    if not ns.no_replan:
+        print()
+        print(replan_xla_buffers(fn, args, alignment=ns.alignment))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxalloc", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_ir(commands)
     _add_trace(commands)
+    _add_plan(commands)
+    _add_compare(commands)
     return parser
 
 

@@ -3,12 +3,19 @@
 `buffers` are rows on the flattened schedule with absolute arena offsets, one per buffer and
 one per multi-view slot: any two rows overlapping in time are disjoint in address. That is
 the checkable form of the plan; `check()` runs the independent checker over it.
+
+A plan made from a function (`planned(f).plan(*args)`) also knows the function and its example
+arguments, so `compare_xla()` can compile the same function with XLA and put the numbers side by side.
+`report()` is the text a person reads first: the arena, the bound, where the peak is and which
+buffers (primitive and source line) make it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from jaxalloc.allocators import Problem
@@ -17,6 +24,10 @@ from jaxalloc.assignment import Row, plan_function, plan_rows
 from jaxalloc.chart import plot_plan, write_plan_csv
 from jaxalloc.checker import check_plan
 from jaxalloc.dialects import jx
+from jaxalloc.errors import JaxallocError
+from jaxalloc.frontend import value_label
+from jaxalloc.liveness import flat_schedule
+from jaxalloc.xla_memory import XlaComparison, compare_with_xla, format_size
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,13 @@ class Plan:
     alignment: int
     arena_bytes: int
     buffers: tuple[Row, ...]
+    include_outputs: bool = False
+    schedule: tuple[str, ...] = ()
+    """What runs at each step of the flattened schedule (primitive and source line), for reports."""
+    function: Callable | None = field(default=None, repr=False, compare=False)
+    """The planned Python function, when the plan was made from one."""
+    example_args: tuple = field(default=(), repr=False, compare=False)
+    """The arguments it was planned for (arrays or ShapeDtypeStructs)."""
 
     @property
     def problem(self) -> Problem:
@@ -52,8 +70,71 @@ class Plan:
         write_plan_csv(path, **self._columns())
 
     def plot(self, path, title: str | None = None) -> None:
-        """A Gantt chart of the plan (time on x, address on y) with the peak and the bound."""
-        plot_plan(path, **self._columns(), peak=self.arena_bytes, bound=self.lower_bound, title=title)
+        """A Gantt chart of the plan (time on x, address on y) with the peak and the bound; the largest
+        buffers are labelled with their name, primitive and source line."""
+        plot_plan(
+            path,
+            **self._columns(),
+            peak=self.arena_bytes,
+            bound=self.lower_bound,
+            title=title if title is not None else self._title(),
+            labels=[r.label for r in self.buffers],
+        )
+
+    def compare_xla(self) -> XlaComparison:
+        """XLA's argument, output, alias, temp and peak bytes for the same function beside this plan.
+
+        Compiles the function with `jax.jit` (default flags, and on CPU with matmul fusion off too);
+        print the result for a table. Needs a plan made from a function (`planned(f).plan(*args)`).
+        """
+        if self.function is None:
+            raise JaxallocError("this plan was made from a module, not a function: use planned(f).plan(*args) to compare with XLA")
+        return compare_with_xla(
+            self.function,
+            self.example_args,
+            allocator=self.allocator,
+            arena_bytes=self.arena_bytes,
+            lower_bound=self.lower_bound,
+            include_outputs=self.include_outputs,
+        )
+
+    def live_bytes(self) -> np.ndarray:
+        """Padded bytes of the rows live at each step of the flattened schedule (its max is the bound)."""
+        rows = self.buffers
+        steps = max((r.end for r in rows), default=0)
+        live = np.zeros(steps + 1, np.int64)
+        sizes = self.problem.padded_sizes
+        np.add.at(live, [r.start for r in rows], sizes)
+        np.subtract.at(live, [r.end for r in rows], sizes)
+        return np.cumsum(live)[:steps]
+
+    def report(self, top: int = 10) -> str:
+        """A text report: arena, bound, where the peak is and what is live there, the largest buffers."""
+        rows = self.buffers
+        bound = self.lower_bound
+        ratio = f"{self.arena_bytes / bound:.4f}" if bound else "n/a"
+        lines = [
+            f"{self._title()}: arena {format_size(self.arena_bytes)} ({self.arena_bytes:,} B), "
+            f"lower bound {format_size(bound)}, arena / bound {ratio}",
+            f"{len(rows)} buffers on a {max((r.end for r in rows), default=0)}-step schedule; "
+            + ("outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"),
+        ]
+        if not rows:
+            return "\n".join(lines)
+        live = self.live_bytes()
+        step = int(np.argmax(live))
+        where = self.schedule[step] if step < len(self.schedule) else "?"
+        at_peak = sorted((r for r in rows if r.start <= step < r.end), key=lambda r: -r.size)
+        lines.append(f"max-live {format_size(int(live[step]))} at step {step} ({where}), {len(at_peak)} buffers live:")
+        lines.append(_table(at_peak[:top], len(at_peak) - top))
+        ordered = sorted(rows, key=lambda r: (-r.size, r.start))
+        lines.append("largest buffers:")
+        lines.append(_table(ordered[:top], len(ordered) - top))
+        return "\n".join(lines)
+
+    def _title(self) -> str:
+        name = getattr(self.function, "__name__", None) or _function(self.module).sym_name.data
+        return f"{name} ({self.allocator}, {self.alignment} B alignment)"
 
     def _columns(self) -> dict:
         rows = self.buffers
@@ -66,12 +147,71 @@ class Plan:
         }
 
 
-def make_plan(module: ModuleOp, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False) -> Plan:
-    """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes."""
+def _table(rows, more: int) -> str:
+    header = ("name", "size", "offset", "live", "defined by", "region")
+    cells = [header] + [
+        (
+            r.name + (f" (ring of {r.repeat})" if r.repeat > 1 else ""),
+            format_size(r.size),
+            f"{r.offset:,}",
+            f"[{r.start}, {r.end})",
+            r.label,
+            r.region,
+        )
+        for r in rows
+    ]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    numeric = {1, 2, 3}
+    lines = []
+    for c in cells:
+        padded = (text.rjust(w) if i in numeric else text.ljust(w) for i, (text, w) in enumerate(zip(c, widths)))
+        lines.append(("  " + "  ".join(padded)).rstrip())
+    if more > 0:
+        lines.append(f"  ... and {more} more")
+    return "\n".join(lines)
+
+
+def _function(module: ModuleOp) -> jx.FuncOp:
+    return next(op for op in module.ops if isinstance(op, jx.FuncOp))
+
+
+def _schedule_labels(func: jx.FuncOp) -> tuple[str, ...]:
+    """The op at each step of the flattened schedule (a region op's own step is its last)."""
+    spans = flat_schedule(func)
+    labels = [""] * max((end for _, end in spans.values()), default=0)
+    for op, (_, end) in spans.items():
+        labels[end - 1] = value_label(op.results[0]) if op.results else op.name.removeprefix("jx.")
+    return tuple(labels)
+
+
+def make_plan(
+    module: ModuleOp,
+    allocator: str = "nnc",
+    alignment: int = 64,
+    include_outputs: bool = False,
+    *,
+    function: Callable | None = None,
+    args: tuple = (),
+) -> Plan:
+    """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes.
+
+    `function` and `args`, the Python function the module was traced from and its example arguments,
+    let the plan compare itself with XLA.
+    """
     from jaxalloc.passes import annotate
 
     module = module.clone()
-    func = next(op for op in module.ops if isinstance(op, jx.FuncOp))
+    func = _function(module)
     block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs)
     annotate(func, block_plan)
-    return Plan(module, allocator, alignment, block_plan.size, tuple(plan_rows(func, block_plan)))
+    return Plan(
+        module,
+        allocator,
+        alignment,
+        block_plan.size,
+        tuple(plan_rows(func, block_plan)),
+        include_outputs=include_outputs,
+        schedule=_schedule_labels(func),
+        function=function,
+        example_args=tuple(args),
+    )

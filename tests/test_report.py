@@ -1,0 +1,133 @@
+"""Reports a person reads: `Plan.report()`, source-line labels, the labelled Gantt chart, `jaxalloc plan`."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import matplotlib
+import pytest
+
+import jaxalloc
+from jaxalloc.chart import plot_plan
+from jaxalloc.cli import main
+from jaxalloc.frontend import value_label
+
+HERE = os.path.basename(__file__)
+
+
+def block(x, w1, w2):
+    h = jnp.tanh(x @ w1)  # LINE_H
+    y = h @ w2  # LINE_Y
+    return jnp.exp(y).sum()
+
+
+def looped(x, ws):
+    def body(c, w):
+        return jnp.sin(c @ w), None  # LINE_BODY
+
+    c, _ = jax.lax.scan(body, x, ws)  # LINE_SCAN
+    return c
+
+
+def line_of(fn, marker: str) -> int:
+    source, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(source) if marker in text)
+
+
+ARGS = (jnp.ones((64, 32)), jnp.ones((32, 256)), jnp.ones((256, 16)))
+
+
+@pytest.fixture(scope="module")
+def plan() -> jaxalloc.Plan:
+    return jaxalloc.planned(block).plan(*ARGS)
+
+
+def test_rows_name_primitive_and_source_line(plan):
+    labels = {r.name: r.label for r in plan.buffers}
+    assert f"dot_general {HERE}:{line_of(block, 'LINE_H')}" in labels.values()
+    assert f"dot_general {HERE}:{line_of(block, 'LINE_Y')}" in labels.values()
+    assert all(label for label in labels.values())
+
+
+def test_source_lines_stay_out_of_the_ir():
+    text = str(jaxalloc.planned(block).lower(*ARGS))
+    assert "loc(" not in text and HERE not in text
+
+
+def test_loop_values_get_the_body_line_and_glue_the_loop_line():
+    module = jaxalloc.planned(looped).lower(jnp.ones((8, 8)), jnp.ones((3, 8, 8)))
+    labels = {value_label(r) for op in module.walk() for r in op.results}
+    assert f"sin {HERE}:{line_of(looped, 'LINE_BODY')}" in labels
+    assert f"while {HERE}:{line_of(looped, 'LINE_SCAN')}" in labels
+    assert f"dynamic_slice {HERE}:{line_of(looped, 'LINE_SCAN')}" in labels  # the scan's xs[i], not jaxalloc's own line
+    assert not any("frontend.py" in label or "api.py" in label for label in labels)
+
+
+def test_report_has_peak_bound_and_largest_buffers(plan):
+    text = plan.report(top=3)
+    assert text.startswith("block (nnc, 64 B alignment): arena ")
+    assert f"arena / bound {plan.arena_bytes / plan.lower_bound:.4f}" in text
+    live = plan.live_bytes()
+    step = int(live.argmax())
+    assert int(live.max()) == plan.lower_bound
+    assert f"at step {step} ({plan.schedule[step]})" in text
+    assert "largest buffers:" in text and "defined by" in text
+    biggest = max(plan.buffers, key=lambda r: r.size)
+    assert biggest.label in text and f"{biggest.offset:,}" in text
+
+
+def test_schedule_has_one_label_per_step(plan):
+    assert len(plan.schedule) == max(r.end for r in plan.buffers) + 1  # the last step is the yield
+    assert plan.schedule[-1] == "yield"
+
+
+def test_chart_labels_the_largest_buffers_with_their_source(plan, tmp_path: Path):
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, so the test can read it
+    try:
+        path = tmp_path / "plan.svg"
+        plan.plot(path)
+        svg = path.read_text()
+    finally:
+        matplotlib.rcParams["svg.fonttype"] = "path"
+    biggest = max(plan.buffers, key=lambda r: r.size)
+    assert biggest.label.split()[0] in svg and HERE in svg
+
+
+def test_chart_labels_only_the_largest_when_there_are_many(tmp_path: Path):
+    n = 200
+    sizes = [1000 if i == 7 else 10 for i in range(n)]
+    offsets = [0 if i == 7 else 1000 + 10 * i for i in range(n)]
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    try:
+        path = tmp_path / "many.svg"
+        plot_plan(
+            str(path), names=[f"b{i}" for i in range(n)], sizes=sizes, offsets=offsets,
+            starts=[0] * n, ends=[10] * n, peak=3000, labels=[f"op{i} file.py:{i}" for i in range(n)],
+        )
+        svg = path.read_text()
+    finally:
+        matplotlib.rcParams["svg.fonttype"] = "path"
+    assert "op7 file.py:7" in svg
+    assert "op150 file.py:150" not in svg
+
+
+def test_plan_command_prints_report_and_writes_files(tmp_path: Path, capsys):
+    model = tmp_path / "model.py"
+    model.write_text("import jax\nimport jax.numpy as jnp\n\n" + inspect.getsource(block))
+    png, csv = tmp_path / "plan.png", tmp_path / "plan.csv"
+    code = main(["plan", f"{model}:block", "f32[64,32]", "f32[32,256]", "f32[256,16]", "--plot", str(png), "--out", str(csv), "--top", "2"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "block (nnc, 64 B alignment): arena" in out and "dot_general model.py:5" in out
+    assert png.read_bytes().startswith(b"\x89PNG") and csv.read_text().startswith("tensor_name,size,offset")
+
+
+def test_plan_command_rejects_unknown_allocator(tmp_path: Path, capsys):
+    model = tmp_path / "model.py"
+    model.write_text("import jax.numpy as jnp\n\n" + inspect.getsource(block))
+    code = main(["plan", f"{model}:block", "f32[64,32]", "f32[32,256]", "f32[256,16]", "--allocator", "nope"])
+    assert code == 2 and "unknown allocator 'nope'" in capsys.readouterr().err

@@ -1,0 +1,111 @@
+"""`Plan.compare_xla()` and `jaxalloc compare`: XLA's memory_analysis() beside the plan, numbers unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxalloc
+from jaxalloc.cli import main
+from jaxalloc.errors import JaxallocError
+from jaxalloc.plan import make_plan
+from jaxalloc.xla_memory import FUSION_OFF, XlaComparison
+
+FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes", "peak_memory_in_bytes")
+
+
+def layer(x, w1, w2):
+    h = jax.nn.gelu(x @ w1)
+    return jnp.tanh(h @ w2), h.sum()
+
+
+ARGS = (jnp.ones((32, 64)), jnp.ones((64, 128)) / 64, jnp.ones((128, 64)) / 128)
+
+
+@pytest.fixture(scope="module")
+def comparison() -> tuple[jaxalloc.Plan, XlaComparison]:
+    plan = jaxalloc.planned(layer).plan(*ARGS)
+    return plan, plan.compare_xla()
+
+
+def test_numbers_equal_memory_analysis(comparison):
+    _, result = comparison
+    lowered = jax.jit(layer).lower(*ARGS)
+    expected = [lowered.compile().memory_analysis()]
+    if jax.default_backend() == "cpu":
+        expected.append(lowered.compile(compiler_options=dict(FUSION_OFF)).memory_analysis())
+    assert [m.flags for m in result.xla] == ["default flags", "matmul fusion off"][: len(expected)]
+    for ours, theirs in zip(result.xla, expected, strict=True):
+        for name in FIELDS:
+            assert getattr(ours, name) == getattr(theirs, name), name
+
+
+def test_plan_numbers_and_ratio(comparison):
+    plan, result = comparison
+    assert result.arena_bytes == plan.arena_bytes and result.lower_bound == plan.lower_bound
+    assert result.allocator == "nnc" and result.function == "layer"
+    off = result.baseline()
+    assert result.ratio(off) == pytest.approx(plan.arena_bytes / off.temp_size_in_bytes)
+
+
+def test_table_says_why_temps_differ(comparison):
+    _, result = comparison
+    text = str(result)
+    assert "XLA, default flags" in text and "jaxalloc arena (nnc)" in text and "lower bound" in text
+    for heading in ("argument", "output", "alias", "temp", "peak", "arena / temp"):
+        assert heading in text.splitlines()[1]
+    if jax.default_backend() == "cpu":
+        assert "XLA, matmul fusion off" in text
+        assert "ynn_fusion" in text and "xla_cpu_experimental_ynn_fusion_type" in text
+
+
+def test_include_outputs_compares_with_temp_plus_output():
+    plan = jaxalloc.planned(layer).plan(*ARGS, include_outputs=True)
+    result = plan.compare_xla()
+    m = result.baseline()
+    assert result.comparable(m) == m.temp_size_in_bytes + m.output_size_in_bytes
+    assert "temp + output" in str(result)
+
+
+def test_plan_of_a_bare_module_cannot_compare():
+    module = jaxalloc.planned(layer).lower(*ARGS)
+    with pytest.raises(JaxallocError, match="planned\\(f\\).plan"):
+        make_plan(module).compare_xla()
+
+
+MODEL = """
+import jax
+import jax.numpy as jnp
+
+def layer(x, w1, w2):
+    h = jax.nn.gelu(x @ w1)
+    return jnp.tanh(h @ w2), h.sum()
+"""
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> str:
+    path = tmp_path / "model.py"
+    path.write_text(MODEL)
+    return str(path)
+
+
+def test_compare_command(capsys, model_file):
+    code = main(["compare", f"{model_file}:layer", "f32[32,64]", "f32[64,128]", "f32[128,64]"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "layer on " in out and "XLA's memory_analysis() beside jaxalloc's plan" in out
+    assert "XLA heap simulator (temp_size_in_bytes)" in out and "max-live bound" in out
+
+
+def test_compare_command_no_replan_and_errors(capsys, model_file):
+    code = main(["compare", f"{model_file}:layer", "f32[32,64]", "f32[64,128]", "f32[128,64]", "--no-replan"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "jaxalloc arena (nnc)" in out and "XLA heap simulator" not in out
+    code = main(["compare", f"{model_file}:layer", "f32[32,64]", "f32[64,128]", "f32[128,64]", "--allocator", "nope"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "unknown allocator 'nope'" in err
