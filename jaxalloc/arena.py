@@ -1,10 +1,11 @@
 """The arena a planned function runs in: one `uint8` jax array, every planned value at its offset.
 
-A value in the arena is known by its byte offset; its IR type says how to read it. Each op
-runs as one jitted kernel that reads its operands out of the arena, applies the primitive and
-writes its results back at their offsets. The arena is donated to the kernel, so XLA updates
-it in place instead of copying it per op. Offsets are kernel arguments, not constants, so
-ops that differ only in where their values live share one compiled kernel.
+A value in the arena is known by its byte offset; its IR type says how to read it. An op that
+runs often becomes one jitted kernel that reads its operands out of the arena, applies the
+primitive and writes its results back at their offsets; until then it is bound eagerly between
+reads and writes compiled once per layout (`FUSE_AFTER`). The arena is donated to every kernel
+that writes, so XLA updates it in place instead of copying it per op. Offsets are kernel
+arguments, not constants, so ops that differ only in where their values live share one kernel.
 
 Bytes are stored as they are in memory (a bitcast per dtype); types XLA cannot bitcast to
 bytes go through a same-sized stand-in: bool as uint8, complex as a pair of floats, 2- and
@@ -32,6 +33,11 @@ from jaxalloc.types import byte_size, dtype_of
 
 MAX_ARENA_BYTES = 2**31 - 1
 """Offsets are passed to kernels as int32."""
+
+FUSE_AFTER = 2
+"""Runs of an op before it gets a fused kernel of its own. Until then it runs unfused: an eager
+bind between reads and writes that are compiled once per layout, so a program run once compiles
+almost nothing of its own; ops that run again (loop bodies, repeated calls) fuse."""
 
 
 @dataclass(frozen=True)
@@ -142,24 +148,32 @@ class Arena:
     ) -> tuple[Located, ...]:
         """Apply `op` to `inputs`; results with a place are written there, the rest returned.
 
-        `kernels` caches the op's kernels by which inputs and results are in the arena, so a call
-        finds its kernel without hashing layouts.
+        `kernels` holds the op's own state by which inputs and results are in the arena: how often
+        it ran, then its fused kernel. Without it the op always runs as one fused kernel.
         """
         in_arena = tuple(isinstance(x, int) for x in inputs)
         written = tuple(place is not None for place in places)
         if not any(in_arena) and not any(written):
             return op.bind(*inputs)
-        kernel = None if kernels is None else kernels.get((in_arena, written))
-        if kernel is None:
-            read = tuple(layout if a else None for a, layout in zip(in_arena, in_layouts))
-            write = tuple(layout if w else None for w, layout in zip(written, out_layouts))
-            kernel = _kernel(op, read, write)
-            if kernels is not None:
-                kernels[in_arena, written] = kernel
+        kernel = _kernel(op, in_arena, in_layouts, written, out_layouts) if kernels is None else kernels.get((in_arena, written), 0)
+        if isinstance(kernel, int):
+            if kernel < FUSE_AFTER:
+                kernels[in_arena, written] = kernel + 1
+                return self._run_unfused(op, inputs, in_layouts, places, out_layouts)
+            kernel = kernels[in_arena, written] = _kernel(op, in_arena, in_layouts, written, out_layouts)
         offsets = np.array([x for x in inputs if isinstance(x, int)] + [p for p in places if p is not None], np.int32)
         self.bytes, kept = kernel(self.bytes, offsets, tuple(x for x in inputs if not isinstance(x, int)))
         kept = iter(kept)
         return tuple(next(kept) if place is None else place for place in places)
+
+    def _run_unfused(self, op, inputs, in_layouts, places, out_layouts) -> tuple[Located, ...]:
+        """The op bound eagerly between a read of each arena operand and a write of each placed
+        result: those kernels depend on layouts alone, so they are compiled once for many ops."""
+        results = op.bind(*(self.read(x, layout) for x, layout in zip(inputs, in_layouts)))
+        for result, place, layout in zip(results, places, out_layouts):
+            if place is not None:
+                self.run(_COPY, (result,), (layout,), (place,), (layout,))
+        return tuple(result if place is None else place for result, place in zip(results, places))
 
     def read(self, value: Located, layout: Layout) -> jax.Array:
         """The value as a jax array (out of the arena if it is there)."""
@@ -181,14 +195,16 @@ class Arena:
 _KERNELS: dict[tuple, Callable] = {}
 
 
-def _kernel(op: Binding, read: tuple[Layout | None, ...], write: tuple[Layout | None, ...]):
+def _kernel(op: Binding, in_arena: tuple[bool, ...], in_layouts, written: tuple[bool, ...], out_layouts):
     """One op as a jitted function `(arena, offsets, outside) -> (arena, results kept outside)`.
 
-    `read[i]` is the layout of input `i` when it comes from the arena (None: it is passed in
-    `outside`); `write[j]` that of result `j` when it is written into the arena. `offsets`
-    lists the arena inputs' offsets, then the written results'. Ops with equal `key`s share
-    one kernel (the cache holds the op, so an identity in a key is never reused).
+    Inputs marked `in_arena` are read from the arena (the others are passed in `outside`);
+    results marked `written` are written into it. `offsets` lists the arena inputs' offsets,
+    then the written results'. Ops with equal `key`s share one kernel (the cache holds the op,
+    so an identity in a key is never reused).
     """
+    read = tuple(layout if a else None for a, layout in zip(in_arena, in_layouts))
+    write = tuple(layout if w else None for w, layout in zip(written, out_layouts))
     key = (op.key, read, write)
     kernel = _KERNELS.get(key)
     if kernel is None:
