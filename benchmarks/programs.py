@@ -111,10 +111,11 @@ LEGEND = (
 )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def chosen_programs(description: str, allocators=DEFAULT_ALLOCATORS) -> tuple[list, list[str]]:
+    """The programs and allocators named by `--programs` and `--allocators` on the command line."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--programs", help="comma-separated substrings of program names (default: all)")
-    parser.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS))
+    parser.add_argument("--allocators", default=",".join(allocators))
     options = parser.parse_args()
     allocators = options.allocators.split(",")
     unknown = [a for a in allocators if a not in ALLOCATORS]
@@ -124,6 +125,11 @@ def main() -> None:
     if options.programs:
         wanted = options.programs.lower().split(",")
         chosen = [p for p in chosen if any(w in p[0].lower() for w in wanted)]
+    return chosen, allocators
+
+
+def main() -> None:
+    chosen, allocators = chosen_programs(__doc__.splitlines()[0])
     began = time.perf_counter()
     results = [(name, measure(fn, args, allocators)) for name, fn, args in chosen]
     print_table(results, allocators)

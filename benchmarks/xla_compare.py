@@ -13,13 +13,11 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 
-from programs import ALIGNMENT, human, programs
+from programs import ALIGNMENT, chosen_programs, human
 
 from jaxalloc import planned
-from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.xla_buffers import replan_xla_buffers
 
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "beam", "best")
@@ -84,18 +82,7 @@ def xla_buffers(chosen, allocators) -> list:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", help="comma-separated substrings of program names (default: all)")
-    parser.add_argument("--allocators", default=",".join(DEFAULT_ALLOCATORS))
-    options = parser.parse_args()
-    allocators = options.allocators.split(",")
-    unknown = [a for a in allocators if a not in ALLOCATORS]
-    if unknown:
-        parser.error(f"unknown allocator {unknown[0]!r}; known: {', '.join(ALLOCATORS)}")
-    chosen = programs()
-    if options.programs:
-        wanted = options.programs.lower().split(",")
-        chosen = [p for p in chosen if any(w in p[0].lower() for w in wanted)]
+    chosen, allocators = chosen_programs(__doc__.splitlines()[0], DEFAULT_ALLOCATORS)
     began = time.perf_counter()
     print("End to end: XLA's memory_analysis() beside nnc's arena for the jaxpr\n")
     end_to_end(chosen)
