@@ -15,8 +15,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   where the next value can take the oldest one's place (computed in place into it, or born
   after it died), else one more. So R = 1 for scan's stacked `ys`, 2 for `x = f(x)`, k for a
   k-long rotation. Where the init operand of a lone position dies at the loop it becomes the
-  ring's first slot. A position yielded unchanged keeps its init operand. Only a yield of a
-  value from outside the body (or one yielded twice) is copied into a ring (`Carry.copied`).
+  ring's first slot. A position yielded unchanged, or handed its own init operand, keeps that
+  operand. Only a yield of another value from outside the body (or one yielded twice) is copied
+  into a ring (`Carry.copied`).
 
 The result is a set of rows on the flattened schedule (one per buffer, one per ring slot)
 with absolute offsets: any two rows overlapping in time must be disjoint in address, which
@@ -243,7 +244,7 @@ class _BlockPlanner:
             self.rings[results[c]] = (byte_size(results[c].type), repeat[c])
         carries = []
         for k in range(len(args)):
-            if yields[k] is args[k]:
+            if yields[k] is args[k] or yields[k] is op.inits[k]:  # every round reads the init operand
                 carries.append(Carry(0, (k,), False))
                 self.join(results[k], op.inits[k])
             elif k in origins:

@@ -119,6 +119,16 @@ def test_case_results_are_written_by_the_branch_or_viewed_without_copies():
         assert f.last_run.copied_bytes == 0
 
 
+def test_a_loop_body_handing_back_its_init_operand_reads_it_in_place_every_round():
+    def keep(x, z):
+        return lax.fori_loop(0, 3, lambda i, c: (c[0] * c[1], z), (x, z))  # z is also the init
+
+    x, z = jnp.ones(64), jnp.full(64, 2.0)
+    f = jaxalloc.planned(keep)
+    assert_same(f(x, z), jax.jit(keep)(x, z))
+    assert f.last_run.copied_bytes == 0
+
+
 def test_a_loop_body_yielding_an_outside_value_copies_it_and_says_so():
     def reset(x, z):
         return lax.fori_loop(0, 3, lambda i, c: (c[1], z), (x, x * 2.0))  # z comes from outside the body
