@@ -2,21 +2,25 @@
 
 Prints one Markdown table over ``../shared/traces/`` (relative to the repository root): one row per
 trace, one column per allocator, each cell ``peak/bound (planning time)``; the ``best`` cell also
-names the allocator that won. Every plan is verified by the independent checker first.
+names the allocator that won, and the ``search`` cell says ``optimal`` when the plan is proven
+optimal (its peak is the bound, or ``peak - alignment`` bytes were proven not to fit). Allocators
+that take a time limit (``search``) get ``--time-limit`` seconds, 60 by default. Every plan is
+verified by the independent checker first.
 
     python benchmarks/traces.py                 # the shared traces
     python benchmarks/traces.py --synthetic     # and the 20,000-buffer training-step trace
-    python benchmarks/traces.py --traces DIR --allocators nnc,greedy-size
+    python benchmarks/traces.py --traces DIR --allocators nnc,best,search --time-limit 10
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import time
 from pathlib import Path
 
-from jaxalloc.allocators import ALLOCATORS, allocate
+from jaxalloc.allocators import ALLOCATORS, allocate, get_allocator
 from jaxalloc.allocators.bound import lower_bound
 from jaxalloc.allocators.problem import Problem
 from jaxalloc.checker import check_allocation
@@ -33,17 +37,22 @@ def trace_files(root: Path) -> list[Path]:
     return sorted(files, key=rank)
 
 
-def measure(problem: Problem, names: list[str]) -> tuple[int, dict[str, str]]:
+def measure(problem: Problem, names: list[str], time_limit: float) -> tuple[int, dict[str, str]]:
     """The bound, and one ``peak/bound (time)`` cell per allocator."""
     bound = lower_bound(problem)
     cells = {}
     for name in names:
+        takes_limit = "time_limit" in inspect.signature(get_allocator(name)).parameters
         began = time.perf_counter()
-        plan = allocate(problem, name)
+        plan = allocate(problem, name, **({"time_limit": time_limit} if takes_limit else {}))
         elapsed = time.perf_counter() - began
         check_allocation(problem, plan)
-        winner = f", {plan.allocator}" if plan.allocator != name else ""
-        cells[name] = f"{plan.peak / bound:.4f} ({_seconds(elapsed)}{winner})"
+        notes = [_seconds(elapsed)]
+        if plan.allocator != name:
+            notes.append(plan.allocator)
+        if plan.proven_optimal:
+            notes.append("optimal")
+        cells[name] = f"{plan.peak / bound:.4f} ({', '.join(notes)})"
     return bound, cells
 
 
@@ -64,13 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES, help="folder of MiniMalloc CSV traces")
     parser.add_argument("--allocators", default=",".join(ALLOCATORS), help="comma-separated allocator names")
     parser.add_argument("--synthetic", action="store_true", help="also plan the 20,000-buffer synthetic trace")
+    parser.add_argument(
+        "--time-limit", type=float, default=60.0, metavar="SECONDS", help="for allocators that search (default: 60)"
+    )
     ns = parser.parse_args(argv)
     names = ns.allocators.split(",")
     rows = []
     if ns.traces.is_dir():
         for path in trace_files(ns.traces):
             trace = read_trace(path)
-            bound, cells = measure(trace.problem(), names)
+            bound, cells = measure(trace.problem(), names, ns.time_limit)
             rows.append((str(path.relative_to(ns.traces)), len(trace.ids), bound, cells))
     else:
         print(f"no traces at {ns.traces}", file=sys.stderr)
@@ -80,9 +92,12 @@ def main(argv: list[str] | None = None) -> int:
 
         data = training_step_trace()
         problem = Problem.from_intervals(data["size"], data["lower"], data["upper"])
-        bound, cells = measure(problem, names)
+        bound, cells = measure(problem, names, ns.time_limit)
         rows.append(("synthetic training step (benchmarks/synthetic_trace.py)", problem.n, bound, cells))
-    print("Cells: peak / max-live bound (planning time). Every plan passed the independent checker.\n")
+    print(
+        "Cells: peak / max-live bound (planning time; optimal: proven optimal). "
+        f"Search time limit {ns.time_limit:g} s. Every plan passed the independent checker.\n"
+    )
     print_table(rows, names)
     return 0
 

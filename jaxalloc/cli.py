@@ -39,6 +39,12 @@ def _add_trace(commands) -> None:
     p.add_argument("file", help="CSV file with the columns id,lower,upper,size")
     p.add_argument("--allocator", default="nnc", help="allocator name (default: nnc)")
     p.add_argument("--alignment", type=int, default=1, help="offset alignment in bytes (default: 1)")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="time limit of an allocator that searches (search: default 10)",
+    )
     p.add_argument("--out", metavar="PLAN.csv", help="write the rows with an offset column")
     p.add_argument("--plot", metavar="PNG", help="write a Gantt chart of the plan")
     p.set_defaults(run=_run_trace)

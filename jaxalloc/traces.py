@@ -9,6 +9,7 @@ the file and the line, as ``FILE:LINE: what is wrong``.
 from __future__ import annotations
 
 import csv
+import inspect
 import os
 import time
 from dataclasses import dataclass
@@ -111,6 +112,19 @@ def _integer(name: str, line: int, column: str, text: str) -> int:
         raise TraceFormatError(f"{name}:{line}: {column} is not an integer: {text!r}") from None
 
 
+def _allocator_options(ns) -> dict:
+    """The options the command line passes to the allocator: ``--time-limit`` where it takes one."""
+    run = get_allocator(ns.allocator)
+    limit = getattr(ns, "time_limit", None)
+    if limit is None:
+        return {}
+    if "time_limit" not in inspect.signature(run).parameters:
+        raise JaxallocError(f"--time-limit applies to allocators that search (search), not to {ns.allocator!r}")
+    if not limit > 0:
+        raise JaxallocError(f"--time-limit must be a positive number of seconds, got {limit:g}")
+    return {"time_limit": limit}
+
+
 def write_plan(path: str | os.PathLike, trace: Trace, offsets) -> None:
     """Writes the trace's rows with an ``offset`` column: ``id,lower,upper,size,offset``."""
     with open(path, "w", newline="") as out:
@@ -121,17 +135,18 @@ def write_plan(path: str | os.PathLike, trace: Trace, offsets) -> None:
 
 
 def run_trace_command(ns) -> None:
-    """``jaxalloc trace FILE.csv [--allocator NAME] [--alignment N] [--out PLAN.csv] [--plot PNG]``."""
+    """``jaxalloc trace FILE.csv [--allocator NAME] [--alignment N] [--time-limit SECONDS] [--out PLAN.csv]
+    [--plot PNG]``."""
     from jaxalloc.chart import plot_plan
     from jaxalloc.checker import check_allocation
 
-    get_allocator(ns.allocator)
+    options = _allocator_options(ns)
     if ns.alignment < 1:
         raise JaxallocError(f"--alignment must be a positive number of bytes, got {ns.alignment}")
     trace = read_trace(ns.file)
     problem = trace.problem(ns.alignment)
     began = time.perf_counter()
-    plan = allocate(problem, ns.allocator)
+    plan = allocate(problem, ns.allocator, **options)
     elapsed = time.perf_counter() - began
     check_allocation(problem, plan)
     bound = lower_bound(problem)
@@ -146,6 +161,8 @@ def run_trace_command(ns) -> None:
         ("peak / bound", f"{plan.peak / bound:.4f}"),
         ("planning time", f"{elapsed:.3f} s"),
     ]
+    if plan.proven_optimal is not None:
+        rows.append(("optimal", "proven" if plan.proven_optimal else "not proven"))
     for key, value in rows:
         print(f"{key:<14}{value}")
     if ns.out:

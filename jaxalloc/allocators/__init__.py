@@ -2,7 +2,11 @@
 
 Every allocator takes a :class:`Problem` and returns an :class:`Allocation`; ``ALLOCATORS`` maps the
 registered names to them, in the order ``best`` tries them. Options (``width`` for ``beam``,
-``open_ends`` for ``nnc-2018``) pass through :func:`allocate`.
+``open_ends`` for ``nnc-2018``, ``time_limit`` in seconds for ``search``) pass through :func:`allocate`.
+
+``best`` is the portfolio of the fast allocators; ``search`` starts from that portfolio's plan and
+searches for smaller ones until it proves optimality or its time limit (10 s by default) runs out,
+so ``best`` does not run it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from jaxalloc.allocators import best as _best
 from jaxalloc.allocators import greedy as _greedy
 from jaxalloc.allocators import nnc as _nnc
 from jaxalloc.allocators import nnc_2018 as _nnc_2018
+from jaxalloc.allocators import search as _search
 from jaxalloc.allocators.problem import Allocation, Problem
 from jaxalloc.errors import JaxallocError
 
@@ -25,6 +30,7 @@ __all__ = [
     "UnknownAllocatorError",
     "allocate",
     "get_allocator",
+    "portfolio",
 ]
 
 
@@ -32,9 +38,14 @@ class UnknownAllocatorError(JaxallocError, ValueError):
     """An allocator name or option that is not registered."""
 
 
+def portfolio() -> dict[str, Callable[..., Allocation]]:
+    """The fast registered allocators (all but ``best`` and ``search``), in registry order."""
+    return {name: run for name, run in ALLOCATORS.items() if name not in ("best", "search")}
+
+
 def _run_best(problem: Problem) -> Allocation:
-    """Runs every other registered allocator and keeps the smallest plan."""
-    return _best.best(problem, {name: run for name, run in ALLOCATORS.items() if name != "best"})
+    """Runs every fast registered allocator and keeps the smallest plan."""
+    return _best.best(problem, portfolio())
 
 
 ALLOCATORS: dict[str, Callable[..., Allocation]] = {
@@ -47,6 +58,7 @@ ALLOCATORS: dict[str, Callable[..., Allocation]] = {
     "worst-fit": _greedy.worst_fit,
     "beam": _beam.beam,
     "best": _run_best,
+    "search": _search.search,
 }
 
 

@@ -178,6 +178,7 @@ class Allocation:
         allocator: the registered name of the allocator that made the plan.
         groups: for NNC plans, the group (libnnc buffer) of every block, -1 for size-0 blocks.
         group_sizes: for NNC plans, the size of every group; groups are laid end to end.
+        proven_optimal: for ``search`` plans, whether the peak is proven minimal (``None``: not asked).
     """
 
     offsets: np.ndarray
@@ -185,6 +186,7 @@ class Allocation:
     allocator: str
     groups: np.ndarray | None = None
     group_sizes: np.ndarray | None = None
+    proven_optimal: bool | None = None
 
 
 def make_allocation(problem: Problem, offsets: np.ndarray, allocator: str, **extra) -> Allocation:
