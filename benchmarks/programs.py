@@ -20,6 +20,7 @@ import models
 from jaxalloc import planned
 from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.plan import make_plan
+from jaxalloc.types import format_size
 
 ALIGNMENT = 64
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "best")
@@ -44,14 +45,6 @@ def programs() -> list[tuple[str, Callable, tuple]]:
         ("CG solver (while)", models.conjugate_gradient, models.conjugate_gradient_args()),
         ("Newton solver (while)", models.newton_softplus_root, models.newton_softplus_root_args()),
     ]
-
-
-def human(size: int) -> str:
-    if size < 1024:
-        return f"{size} B"
-    if size < 1024**2:
-        return f"{size / 1024:.2f} KiB"
-    return f"{size / 1024**2:.2f} MiB"
 
 
 def xla_temp(fn, args, options: dict | None = None) -> int:
@@ -86,10 +79,10 @@ def print_table(results: list[tuple[str, dict]], allocators) -> None:
         cells = [
             name,
             f"{r['values']:,}",
-            *(human(r["arena"][a]) for a in allocators),
-            human(r["bound"]),
-            human(off),
-            human(r["xla_default"]),
+            *(format_size(r["arena"][a]) for a in allocators),
+            format_size(r["bound"]),
+            format_size(off),
+            format_size(r["xla_default"]),
             ratio,
         ]
         print("| " + " | ".join(cells) + " |")

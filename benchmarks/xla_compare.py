@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import time
 
-from programs import ALIGNMENT, chosen_programs, human
+from programs import ALIGNMENT, chosen_programs
 
 from jaxalloc import planned
+from jaxalloc.types import format_size
 from jaxalloc.xla_buffers import replan_xla_buffers
 
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "beam", "best")
@@ -38,14 +39,14 @@ def end_to_end(chosen) -> None:
         ratio = comparison.ratio(off)
         cells = [
             name,
-            human(off.argument_size_in_bytes),
-            human(off.output_size_in_bytes),
-            human(off.alias_size_in_bytes),
-            human(default.temp_size_in_bytes),
-            human(off.temp_size_in_bytes),
-            human(off.peak_memory_in_bytes),
-            human(plan.arena_bytes),
-            human(plan.lower_bound),
+            format_size(off.argument_size_in_bytes),
+            format_size(off.output_size_in_bytes),
+            format_size(off.alias_size_in_bytes),
+            format_size(default.temp_size_in_bytes),
+            format_size(off.temp_size_in_bytes),
+            format_size(off.peak_memory_in_bytes),
+            format_size(plan.arena_bytes),
+            format_size(plan.lower_bound),
             "n/a" if ratio is None else f"{ratio:.2f}",
         ]
         print("| " + " | ".join(cells) + " |")

@@ -21,19 +21,12 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from jaxalloc.types import format_size
+
 LABEL_LIMIT = 40
 LARGEST_LABELLED = 12
 OUTLINE_LIMIT = 3000
 PLAN_CSV_COLUMNS = ("tensor_name", "size", "offset", "start_time", "end_time")
-
-
-def format_bytes(value: float, _position=None) -> str:
-    """``1536`` -> ``'1.5 KiB'``: binary units, as memory is sized."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{value:.3g} GiB"
 
 
 def plot_plan(
@@ -73,20 +66,20 @@ def plot_plan(
             rasterized=not few,
         )
     )
-    axes.axhline(peak, color="crimson", linestyle="--", linewidth=1.2, label=f"peak {format_bytes(peak)}")
+    axes.axhline(peak, color="crimson", linestyle="--", linewidth=1.2, label=f"peak {format_size(peak)}")
     if bound is not None:
-        axes.axhline(bound, color="seagreen", linestyle=":", linewidth=1.5, label=f"lower bound {format_bytes(bound)}")
+        axes.axhline(bound, color="seagreen", linestyle=":", linewidth=1.5, label=f"lower bound {format_size(bound)}")
     low = int(starts.min()) if n else 0
     high = int(ends.max()) if n else 1
     axes.set_xlim(low, max(high, low + 1))
     axes.set_ylim(0, max(peak, bound or 0, 1) * 1.06)
     _label(figure, axes, names, labels, starts, ends, offsets, sizes, every=few)
-    axes.yaxis.set_major_formatter(FuncFormatter(format_bytes))
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: format_size(value)))
     axes.set_xlabel("time (schedule step)")
     axes.set_ylabel("address")
-    summary = f"{n:,} buffers, peak {format_bytes(peak)}"
+    summary = f"{n:,} buffers, peak {format_size(peak)}"
     if bound:
-        summary += f", bound {format_bytes(bound)} (peak / bound {peak / bound:.4f})"
+        summary += f", bound {format_size(bound)} (peak / bound {peak / bound:.4f})"
     axes.set_title(f"{title}\n{summary}" if title else summary, fontsize=10)
     axes.legend(loc="upper right", fontsize=8)
     figure.savefig(path)

@@ -27,7 +27,8 @@ from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
-from jaxalloc.xla_memory import XlaComparison, compare_with_xla, format_size
+from jaxalloc.types import format_size
+from jaxalloc.xla_memory import XlaComparison, compare_with_xla
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,8 @@ from jaxalloc.xla_dump import (
     parse_buffer_assignment,
     parse_live_ranges,
 )
-from jaxalloc.xla_memory import FUSION_OFF, format_size
+from jaxalloc.types import format_size
+from jaxalloc.xla_memory import FUSION_OFF
 
 _ASSIGNMENT = "*after_optimizations-buffer-assignment.txt"
 _LIVE_RANGE = "*after_optimizations-live-range.txt"

@@ -20,21 +20,12 @@ from dataclasses import dataclass
 
 import jax
 
+from jaxalloc.types import format_size
+
 FUSION_OFF = {"xla_cpu_experimental_ynn_fusion_type": ""}
 """XLA CPU compiler option: no `ynn_fusion` custom calls, whose scratch memory XLA's temp does not count."""
 
 _YNN_FUSION = '"kind":"__ynn_fusion"'
-
-
-def format_size(size: float) -> str:
-    """`1536` -> `'1.50 KiB'`: binary units with two decimals, as the tables print sizes."""
-    if abs(size) < 1024:
-        return f"{size:.0f} B"
-    for unit in ("KiB", "MiB", "GiB"):
-        size /= 1024
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.2f} {unit}"
-    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
