@@ -29,7 +29,7 @@ from xdsl.ir import Attribute
 from jaxalloc.dialects.jx import KeyType
 from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.frontend import Binding
-from jaxalloc.types import byte_size, dtype_of
+from jaxalloc.types import byte_size, dtype_of, key_words
 
 MAX_ARENA_BYTES = 2**31 - 1
 """Offsets are passed to kernels as int32."""
@@ -64,8 +64,10 @@ class Layout:
 
     @property
     def stored_shape(self) -> tuple[int, ...]:
-        words = self.nbytes // max(int(np.prod(self.shape, dtype=np.int64)), 1) // self.stored_dtype.itemsize
-        return (*self.shape, words) if self.key_impl or self.dtype.kind == "c" else self.shape
+        """The shape of the stand-in: a key's words or a complex number's two parts add an axis."""
+        if self.key_impl is not None:
+            return (*self.shape, key_words(self.key_impl))
+        return (*self.shape, 2) if self.dtype.kind == "c" else self.shape
 
 
 @functools.cache

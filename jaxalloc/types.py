@@ -93,12 +93,13 @@ def byte_size(type_: Attribute) -> int:
     elements = int(np.prod(type_.get_shape(), dtype=np.int64))
     element = type_.element_type
     if isinstance(element, KeyType):
-        elements *= _key_words(element.impl.data)
+        elements *= key_words(element.impl.data)
     return elements * dtype_of(element).itemsize
 
 
 @functools.lru_cache(maxsize=None)
-def _key_words(impl: str) -> int:
+def key_words(impl: str) -> int:
+    """The uint32 words of one PRNG key of this impl."""
     return jax.random.key_data(jax.random.key(0, impl=impl)).size
 
 
