@@ -189,7 +189,7 @@ class ArenaFunctions(JxFunctions):
                 self._next = tuple(_offset(v.view(round_ + 1)) for v in views)
                 yielded = self.run_block(interpreter, op.body.block, state)
                 round_ += 1
-                ring = [k for k, v in enumerate(views) if isinstance(v.view(round_), SlotAttr)]
+                ring = [k for k, at in enumerate(self._next) if at is not None]  # read from a slot next round
                 self.arena.move([yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring])
                 state = self._round(views, round_, args, yielded)
         finally:

@@ -91,8 +91,8 @@ def test_a_case_block_is_as_large_as_its_largest_branch():
 
     func, plan, rows, _ = planned_rows(branches, True, jnp.ones((512, 512)))
     (case,) = [op for op in func.walk() if isinstance(op, jx.CaseOp)]
-    offset, (small, big) = plan.regions[case]
-    assert big.size == 3 * MiB and small.size == MiB
+    offset, (small_plan, big_plan) = plan.regions[case]
+    assert big_plan.size == 3 * MiB and small_plan.size == MiB
     assert plan.size < 4 * MiB
 
 

@@ -12,7 +12,7 @@ from xdsl.utils.exceptions import DiagnosticException
 import jaxalloc
 from corpus_programs import PROGRAMS
 from jaxalloc.dialects import jx
-from jaxalloc.dialects.mem import ArenaAttr, SlotAttr
+from jaxalloc.dialects.mem import ArenaAttr
 from jaxalloc.passes import AssignBuffersPass, VerifyPlanPass
 
 

@@ -155,7 +155,7 @@ class GraphPlanner:
 
     def edge_for(self, string: np.ndarray, size: int, edges: Edges) -> int | None:
         """The tightest of ``edges`` that can take ``string`` (blocks in time order, ``size`` bytes)."""
-        c, g = self.conflicts, self.graph
+        c = self.conflicts
         first_start = c.starts[string[0]]
         last_end = c.ends[string].max()
         ok = (edges.yend <= first_start) & (edges.xstart >= last_end)
