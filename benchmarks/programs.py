@@ -20,7 +20,7 @@ import models
 from jaxalloc import planned
 from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.plan import make_plan
-from jaxalloc.types import format_size
+from jaxalloc.text import format_size
 
 ALIGNMENT = 64
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "best")

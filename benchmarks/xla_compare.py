@@ -18,7 +18,7 @@ import time
 from programs import ALIGNMENT, chosen_programs
 
 from jaxalloc import planned
-from jaxalloc.types import format_size
+from jaxalloc.text import format_size
 from jaxalloc.xla_buffers import replan_xla_buffers
 
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "beam", "best")

@@ -21,7 +21,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from jaxalloc.types import format_size
+from jaxalloc.text import format_size
 
 LABEL_LIMIT = 40
 LARGEST_LABELLED = 12

@@ -27,7 +27,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
-from jaxalloc.types import format_size
+from jaxalloc.text import format_size, text_table
 from jaxalloc.xla_memory import XlaComparison, compare_with_xla
 
 
@@ -150,7 +150,7 @@ class Plan:
 
 def _table(rows, more: int) -> str:
     header = ("name", "size", "offset", "live", "defined by", "region")
-    cells = [header] + [
+    cells = [
         (
             r.name + (f" (ring of {r.repeat})" if r.repeat > 1 else ""),
             format_size(r.size),
@@ -161,12 +161,7 @@ def _table(rows, more: int) -> str:
         )
         for r in rows
     ]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
-    numeric = {1, 2, 3}
-    lines = []
-    for c in cells:
-        padded = (text.rjust(w) if i in numeric else text.ljust(w) for i, (text, w) in enumerate(zip(c, widths)))
-        lines.append(("  " + "  ".join(padded)).rstrip())
+    lines = text_table(header, cells, left=(0, 4, 5), indent="  ")
     if more > 0:
         lines.append(f"  ... and {more} more")
     return "\n".join(lines)

@@ -101,14 +101,3 @@ def byte_size(type_: Attribute) -> int:
 def key_words(impl: str) -> int:
     """The uint32 words of one PRNG key of this impl."""
     return jax.random.key_data(jax.random.key(0, impl=impl)).size
-
-
-def format_size(size: float) -> str:
-    """`1536` -> `'1.50 KiB'`: binary units with two decimals, as the tables print sizes."""
-    if abs(size) < 1024:
-        return f"{size:.0f} B"
-    for unit in ("KiB", "MiB", "GiB"):
-        size /= 1024
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.2f} {unit}"
-    raise AssertionError("unreachable")

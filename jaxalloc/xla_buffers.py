@@ -43,7 +43,7 @@ from jaxalloc.xla_dump import (
     parse_buffer_assignment,
     parse_live_ranges,
 )
-from jaxalloc.types import format_size
+from jaxalloc.text import format_size, text_table
 from jaxalloc.xla_memory import FUSION_OFF
 
 _ASSIGNMENT = "*after_optimizations-buffer-assignment.txt"
@@ -208,14 +208,11 @@ class XlaReplan:
         ratio = f"{self.bound / self.xla_temp:.4f}" if self.xla_temp else "n/a"
         rows.append(["max-live bound", format_size(self.bound), f"{self.bound:,}", ratio])
         header = ["", "size", "bytes", "/ XLA temp"]
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [
             f"{self.function}: XLA's own temp buffers ({self.blocks} buffers from {self.values} HLO values, "
             "matmul fusion off) re-planned by every allocator; every plan, XLA's included, passed the checker"
         ]
-        for row in [header, *rows]:
-            lines.append("  ".join([row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:]))]).rstrip())
-        return "\n".join(lines)
+        return "\n".join(lines + text_table(header, rows))
 
     def __str__(self) -> str:
         return self.table()

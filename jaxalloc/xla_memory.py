@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import jax
 
-from jaxalloc.types import format_size
+from jaxalloc.text import format_size, text_table
 
 FUSION_OFF = {"xla_cpu_experimental_ynn_fusion_type": ""}
 """XLA CPU compiler option: no `ynn_fusion` custom calls, whose scratch memory XLA's temp does not count."""
@@ -110,11 +110,8 @@ class XlaComparison:
             )
         rows.append([f"jaxalloc arena ({self.allocator})", "", "", "", format_size(self.arena_bytes), "", ""])
         rows.append(["jaxalloc lower bound (max-live)", "", "", "", format_size(self.lower_bound), "", ""])
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [f"{self.function} on {self.backend}: XLA's memory_analysis() beside jaxalloc's plan of the jaxpr"]
-        for row in [header, *rows]:
-            cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
-            lines.append("  ".join(cells).rstrip())
+        lines += text_table(header, rows)
         lines.append("")
         lines.append(self.explanation())
         return "\n".join(lines)

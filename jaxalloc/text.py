@@ -1,0 +1,27 @@
+"""Numbers and tables for people: byte sizes in binary units, and aligned text tables."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+
+def format_size(size: float) -> str:
+    """`1536` -> `'1.50 KiB'`: binary units with two decimals, as the tables print sizes."""
+    if abs(size) < 1024:
+        return f"{size:.0f} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        size /= 1024
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:.2f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], left: Collection[int] = (0,), indent: str = "") -> list[str]:
+    """The lines of a table with aligned columns: those in `left` flush left, the rest (numbers)
+    flush right."""
+    cells = [header, *rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return [
+        (indent + "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))).rstrip()
+        for row in cells
+    ]
