@@ -194,9 +194,14 @@ def scanned_transformer(stacked, x):
     return layer_norm(x)
 
 
+def _stacked(params):
+    """Per-layer weight lists as one array per weight with a leading layer axis."""
+    return tuple(jnp.stack(ws) for ws in zip(*params))
+
+
 def scanned_transformer_args(tokens: int = 128, d: int = 128, layers: int = 4):
     params, x = transformer_args(tokens, d, layers)
-    return tuple(jnp.stack(ws) for ws in zip(*params)), x
+    return _stacked(params), x
 
 
 def scanned_transformer_loss(stacked, x, target):
@@ -204,8 +209,8 @@ def scanned_transformer_loss(stacked, x, target):
 
 
 def scanned_transformer_train_args(tokens: int = 128, d: int = 128, layers: int = 4):
-    stacked, x = scanned_transformer_args(tokens, d, layers)
-    return stacked, x, jax.random.normal(jax.random.key(9), (tokens, d))
+    params, x, target = transformer_train_args(tokens, d, layers)
+    return _stacked(params), x, target
 
 
 # LSTM: a scan over 32 time steps, batch 32, input 128, hidden 256; a dense head on every step.
