@@ -1133,26 +1133,24 @@ class _Scope:
         pred = self.bool_scalar()
         if pred is None:
             return False
-        operands, names, outs = self.branches(2, self.gen.name("branch"))
-        if not names:
-            return False
-        results = [self.gen.name() for _ in outs]
-        args = "".join(f", {v.name}" for v in operands)
-        self.assign(_tuple(results), f"lax.cond({pred.name}, {names[1]}, {names[0]}{args})", results, outs)
-        self.gen.features.add("cond")
-        return True
+        return self.branching(2, lambda names: f"lax.cond({pred.name}, {names[1]}, {names[0]}", "cond")
 
     def cf_switch(self) -> bool:
         index = self.int_scalar()
         if index is None:
             return False
-        operands, names, outs = self.branches(self.rng.randint(2, 4), self.gen.name("branch"))
+        count = self.rng.randint(2, 4)
+        return self.branching(count, lambda names: f"lax.switch({index.name}, [{', '.join(names)}]", "switch")
+
+    def branching(self, count: int, call, feature: str) -> bool:
+        """`count` branch functions over shared operands, applied by `call(names) + operands + ")"`."""
+        operands, names, outs = self.branches(count, self.gen.name("branch"))
         if not names:
             return False
         results = [self.gen.name() for _ in outs]
         args = "".join(f", {v.name}" for v in operands)
-        self.assign(_tuple(results), f"lax.switch({index.name}, [{', '.join(names)}]{args})", results, outs)
-        self.gen.features.add("switch")
+        self.assign(_tuple(results), f"{call(names)}{args})", results, outs)
+        self.gen.features.add(feature)
         return True
 
     def cf_call(self) -> bool:
