@@ -2,6 +2,6 @@
 
 from jaxalloc.api import Planned, RunStats, planned
 from jaxalloc.plan import Plan
-from jaxalloc.errors import JaxallocError, TraceFormatError, UnsupportedProgramError
+from jaxalloc.errors import JaxallocError, PlanViolation, TraceFormatError, UnsupportedProgramError
 
-__all__ = ["JaxallocError", "Plan", "Planned", "RunStats", "TraceFormatError", "UnsupportedProgramError", "planned"]
+__all__ = ["JaxallocError", "Plan", "PlanViolation", "Planned", "RunStats", "TraceFormatError", "UnsupportedProgramError", "planned"]

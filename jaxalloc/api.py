@@ -24,8 +24,9 @@ from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
+from jaxalloc.sanitizer import CheckedFunctions
 
-MODES = ("arena", "eager")
+MODES = ("arena", "eager", "checked")
 
 _DATA_DEPENDENT = (
     jax.errors.ConcretizationTypeError,
@@ -98,7 +99,8 @@ class _Traced:
             if key not in self.plans:
                 self.plans[key] = (make_plan(self.converted.module, *key), Schedules(), {})
             plan, schedules, layouts = self.plans[key]
-            functions = ArenaFunctions(self.converted.table, schedules, layouts=layouts)
+            run_in = CheckedFunctions if planned.mode == "checked" else ArenaFunctions
+            functions = run_in(self.converted.table, schedules, layouts=layouts)
             module, arena_bytes = plan.module, plan.arena_bytes
 
         interpreter = make_interpreter(module, functions, listeners)
@@ -223,8 +225,10 @@ def planned(
     """Trace `fun` to a jx module (once per input signature), plan it, and run it op by op, like `jax.jit`.
 
     Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `mode="arena"` (the
-    default) runs every planned value inside one arena at its planned offset; `mode="eager"` runs
-    on plain jax arrays. `measure_memory=True` samples the bytes in use after every op into
+    default) runs every planned value inside one arena at its planned offset; `mode="checked"` runs
+    in the arena with shadow memory, checking that every read finds the value it expects (raises
+    `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
+    jax arrays. `measure_memory=True` samples the bytes in use after every op into
     `last_run`.
     """
     options = dict(mode=mode, allocator=allocator, alignment=alignment, measure_memory=measure_memory)

@@ -124,7 +124,7 @@ class _Copy:
         return values
 
 
-_COPY = _Copy()
+COPY = _Copy()
 
 
 class Arena:
@@ -138,6 +138,10 @@ class Arena:
             )
         self.bytes = jnp.zeros((nbytes,), jnp.uint8)
         self.copied_bytes = 0
+        self.current: Any = None
+        """The op being run, for messages about what it reads and writes."""
+        self.rounds: list[list] = []
+        """`[loop op, round]` of every loop being run, outermost first."""
 
     def run(
         self,
@@ -153,6 +157,18 @@ class Arena:
         `kernels` holds the op's own state by which inputs and results are in the arena: how often
         it ran, then its fused kernel. Without it the op always runs as one fused kernel.
         """
+        self.reading(inputs, in_layouts)
+        results = self._execute(op, inputs, in_layouts, places, out_layouts, kernels)
+        return self.written(results, out_layouts)
+
+    def reading(self, inputs: Sequence[Located], layouts: Sequence[Layout]) -> None:
+        """Called before an op reads its inputs (the sanitizer checks them here)."""
+
+    def written(self, results: tuple[Located, ...], layouts: Sequence[Layout]) -> tuple[Located, ...]:
+        """Called after an op wrote its placed results; returns how the run knows them from now on."""
+        return results
+
+    def _execute(self, op, inputs, in_layouts, places, out_layouts, kernels=None) -> tuple[Located, ...]:
         in_arena = tuple(isinstance(x, int) for x in inputs)
         written = tuple(place is not None for place in places)
         if not any(in_arena) and not any(written):
@@ -171,27 +187,34 @@ class Arena:
     def _run_unfused(self, op, inputs, in_layouts, places, out_layouts) -> tuple[Located, ...]:
         """The op bound eagerly between a read of each arena operand and a write of each placed
         result: those kernels depend on layouts alone, so they are compiled once for many ops."""
-        results = op.bind(*(self.read(x, layout) for x, layout in zip(inputs, in_layouts)))
+        values = [x if not isinstance(x, int) else self._execute(COPY, (x,), (layout,), (None,), (layout,))[0]
+                  for x, layout in zip(inputs, in_layouts)]
+        results = op.bind(*values)
         for result, place, layout in zip(results, places, out_layouts):
             if place is not None:
-                self.run(_COPY, (result,), (layout,), (place,), (layout,))
+                self._execute(COPY, (result,), (layout,), (place,), (layout,))
         return tuple(result if place is None else place for result, place in zip(results, places))
 
     def read(self, value: Located, layout: Layout) -> jax.Array:
         """The value as a jax array (out of the arena if it is there)."""
         if not isinstance(value, int):
             return value
-        return self.run(_COPY, (value,), (layout,), (None,), (layout,))[0]
+        return self.run(COPY, (value,), (layout,), (None,), (layout,))[0]
 
-    def move(self, values: Sequence[Located], layouts: Sequence[Layout], places: Sequence[int]) -> None:
+    def move(self, values: Sequence[Located], layouts: Sequence[Layout], places: Sequence[int]) -> tuple[Located, ...]:
         """Put each value at its place, copying those found elsewhere; every source is read
-        before anything is written, so values may move between each other's places."""
-        moves = [(v, l, p) for v, l, p in zip(values, layouts, places) if not isinstance(v, int) or v != p]
+        before anything is written, so values may move between each other's places. Returns the
+        values at their places."""
+        moves = [k for k, (v, p) in enumerate(zip(values, places)) if not isinstance(v, int) or v != p]
         if not moves:
-            return
-        sources, layouts, places = zip(*moves)
-        self.run(_COPY, sources, layouts, places, layouts)
-        self.copied_bytes += sum(layout.nbytes for layout in layouts)
+            return tuple(values)
+        moved = self.run(COPY, [values[k] for k in moves], [layouts[k] for k in moves], [places[k] for k in moves],
+                         [layouts[k] for k in moves])
+        self.copied_bytes += sum(layouts[k].nbytes for k in moves)
+        located = list(values)
+        for k, value in zip(moves, moved):
+            located[k] = value
+        return tuple(located)
 
 
 _KERNELS: dict[tuple, Callable] = {}

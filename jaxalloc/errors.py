@@ -11,3 +11,11 @@ class UnsupportedProgramError(JaxallocError):
 
 class TraceFormatError(JaxallocError):
     """A lifetime trace file is malformed; the message names the file and line."""
+
+
+class PlanViolation(AssertionError):
+    """A plan lets a value be overwritten before it is read (a planner bug, never a user error).
+
+    Raised by the static plan checker and by the sanitizer (`mode="checked"`); the message names
+    the value read, the value written over it, both source lines and the loop rounds.
+    """

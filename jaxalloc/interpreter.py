@@ -153,6 +153,9 @@ class ArenaFunctions(JxFunctions):
             )
         return found
 
+    def new_arena(self, nbytes: int) -> Arena:
+        return Arena(nbytes)
+
     def where(self, place: SlotAttr | NextAttr | None) -> int | None:
         """The arena offset of a place in the round being run (None: outside the arena)."""
         if isinstance(place, NextAttr):
@@ -161,15 +164,17 @@ class ArenaFunctions(JxFunctions):
 
     @impl_callable(jx.FuncOp)
     def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
-        self.arena = Arena(op.attributes["mem.arena"].bytes.data)
+        self.arena = self.new_arena(op.attributes["mem.arena"].bytes.data)
         self._next = ()
         results = super().call_func(interpreter, op, args)
         outputs = op.body.block.last_op.operands
+        self.arena.current = op.body.block.last_op
         return tuple(self.arena.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
 
     @impl(jx.PrimOp)
     def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
         layout = self.layouts.get(op) or self.layout(op)
+        self.arena.current = op
         places = layout.offsets or tuple(self.where(p) for p in layout.places)
         if layout.view and isinstance(args[0], int) and places[0] in (None, args[0]):
             return (args[0],)  # the operand's bytes, read as the result's type
@@ -181,28 +186,36 @@ class ArenaFunctions(JxFunctions):
         views = op.attributes["mem.views"].data
         layouts = self.layout(op).outputs
         # where a ring's first slot is the init operand's memory, round 0 reads it there
-        firsts = [(k, v.slots.data[0].offset.data) for k, v in enumerate(views) if v.slots.data and not v.initial.data]
-        self.arena.move([args[k] for k, _ in firsts], [layouts[k] for k, _ in firsts], [p for _, p in firsts])
-        state, round_, outer_next = self._round(views, 0, args, args), 0, self._next
+        firsts = [k for k, v in enumerate(views) if v.slots.data and not v.initial.data]
+        self.arena.current, rounds = op, self.arena.rounds
+        rounds.append([op, 0])
+        carried = _replace(args, firsts, self.arena.move(
+            [args[k] for k in firsts], [layouts[k] for k in firsts], [views[k].slots.data[0].offset.data for k in firsts]
+        ))
+        state, round_, outer_next = self._round(views, 0, args, carried), 0, self._next
         try:
             while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
                 self._next = tuple(_offset(v.view(round_ + 1)) for v in views)
                 yielded = self.run_block(interpreter, op.body.block, state)
                 round_ += 1
+                self.arena.current, rounds[-1][1] = op, round_
                 ring = [k for k, at in enumerate(self._next) if at is not None]  # read from a slot next round
-                self.arena.move([yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring])
-                state = self._round(views, round_, args, yielded)
+                carried = _replace(yielded, ring, self.arena.move(
+                    [yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring]
+                ))
+                state = self._round(views, round_, args, carried)
         finally:
             self._next = outer_next
+            rounds.pop()
         return state
 
-    def _round(self, views, round_: int, inits: PythonValues, yielded: PythonValues) -> tuple[Located, ...]:
-        """Where each carried value is in round `round_`: an init operand, a ring slot, or (outside
-        the arena) the value the body yielded."""
+    def _round(self, views, round_: int, inits: PythonValues, carried: PythonValues) -> tuple[Located, ...]:
+        """Where each carried value is in round `round_`: an init operand read in place, or the value
+        carried into the round (in its ring slot, or outside the arena)."""
         located = []
-        for view, value in zip(views, yielded):
+        for view, value in zip(views, carried):
             at = view.view(round_)
-            located.append(value if at is None else inits[at] if isinstance(at, int) else at.offset.data)
+            located.append(inits[at] if isinstance(at, int) else value)
         return tuple(located)
 
     def _holds(self, value: Located, cond: Block) -> bool:
@@ -211,14 +224,25 @@ class ArenaFunctions(JxFunctions):
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
         layout = self.layout(op)
+        self.arena.current = op
         branch = min(max(int(self.arena.read(args[0], layout.inputs[0])), 0), len(op.branches) - 1)
         yielded = self.run_block(interpreter, op.branches[branch].block, ())
         phis = op.attributes.get("mem.phi")
         views = [tuple(p.get_values()) for p in phis.data] if phis is not None else [()] * len(op.results)
         places = [None if branch in v else self.where(p) for p, v in zip(layout.places, views)]
         moved = [k for k, place in enumerate(places) if place is not None]
-        self.arena.move([yielded[k] for k in moved], [layout.outputs[k] for k in moved], [places[k] for k in moved])
-        return tuple(y if place is None else place for y, place in zip(yielded, places))
+        self.arena.current = op
+        return _replace(yielded, moved, self.arena.move(
+            [yielded[k] for k in moved], [layout.outputs[k] for k in moved], [places[k] for k in moved]
+        ))
+
+
+def _replace(values: PythonValues, positions: list[int], replacements: PythonValues) -> tuple:
+    """`values` with those at `positions` replaced, in order."""
+    result = list(values)
+    for k, value in zip(positions, replacements):
+        result[k] = value
+    return tuple(result)
 
 
 def _offset(view: int | SlotAttr | None) -> int | None:

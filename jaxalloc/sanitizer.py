@@ -1,0 +1,110 @@
+"""The sanitizer: an arena run with shadow memory (`planned(f, mode="checked")`).
+
+Every write into the arena records, byte by byte, which value (in which loop round) owns those
+bytes now; every read checks that all its bytes still belong to the value the run expects there.
+So a plan that lets one value overwrite another before its last read raises `PlanViolation` at
+that read, naming both values, their source lines and rounds, instead of computing a wrong
+answer. It checks what the run does (the ops executed, the branches taken, the rounds run), not
+what the planner believed about lifetimes; it costs a byte-sized owner array and a comparison
+per read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.interpreter import register_impls
+from xdsl.ir import Operation
+
+from jaxalloc.arena import COPY, Arena, Layout, Located
+from jaxalloc.errors import PlanViolation
+from jaxalloc.frontend import value_label
+from jaxalloc.interpreter import ArenaFunctions
+
+
+class Tagged(int):
+    """An arena offset that remembers which write put the value there."""
+
+    write: int
+
+    def __new__(cls, offset: int, write: int) -> Tagged:
+        tagged = super().__new__(cls, offset)
+        tagged.write = write
+        return tagged
+
+
+class ShadowArena(Arena):
+    """An arena that knows the owner of every byte and checks every read against it."""
+
+    def __init__(self, nbytes: int):
+        super().__init__(nbytes)
+        self.owner = np.zeros(nbytes, np.int32)
+        self.writes: list[str] = ["nothing (never written in this run)"]
+        """What each write put into the arena, for messages; write 0 is the arena's initial zeros."""
+
+    def reading(self, inputs: Sequence[Located], layouts: Sequence[Layout]) -> None:
+        for value, layout in zip(inputs, layouts):
+            if not isinstance(value, int):
+                continue
+            if not isinstance(value, Tagged):
+                raise PlanViolation(f"{self._doing()} reads arena offset {value}, which no write of this run placed")
+            owners = self.owner[value : value + layout.nbytes]
+            wrong = np.flatnonzero(owners != value.write)
+            if len(wrong):
+                at = value + int(wrong[0])
+                raise PlanViolation(
+                    f"{self._doing()} reads {self.writes[value.write]} at bytes [{value}, {value + layout.nbytes}), "
+                    f"but {self.writes[int(owners[wrong[0]])]} was written over byte {at} before this read"
+                )
+
+    def run(self, op, inputs, in_layouts, places, out_layouts, kernels=None):
+        self._copy_of = inputs if op is COPY else None
+        return super().run(op, inputs, in_layouts, places, out_layouts, kernels)
+
+    def written(self, results: tuple[Located, ...], layouts: Sequence[Layout]) -> tuple[Located, ...]:
+        tagged = []
+        for k, (value, layout) in enumerate(zip(results, layouts)):
+            if isinstance(value, int):
+                write = len(self.writes)
+                self.writes.append(self._what(k))
+                self.owner[value : value + layout.nbytes] = write
+                value = Tagged(value, write)
+            tagged.append(value)
+        return tuple(tagged)
+
+    def _what(self, k: int) -> str:
+        """What write `k` of the op being run puts into the arena: its result, or a copy."""
+        if self._copy_of is None:
+            return f"{_name(self.current.results[k])} ({value_label(self.current.results[k])}{self._round()})"
+        source = self._copy_of[k]
+        copied = self.writes[source.write] if isinstance(source, Tagged) else "a value from outside the arena"
+        return f"a copy of {copied} made by {self._doing()}"
+
+    def _round(self) -> str:
+        return "".join(f", round {r} of {_op_label(loop)}" for loop, r in self.rounds)
+
+    def _doing(self) -> str:
+        return f"{_op_label(self.current)}{self._round()}"
+
+
+@register_impls
+@dataclass
+class CheckedFunctions(ArenaFunctions):
+    """The arena run with a `ShadowArena`: every read checked against the last write there."""
+
+    def new_arena(self, nbytes: int) -> Arena:
+        return ShadowArena(nbytes)
+
+
+def _name(value) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "%?"
+
+
+def _op_label(op: Operation | None) -> str:
+    if op is None:
+        return "the run"
+    if op.results:
+        return f"{_name(op.results[0])} ({value_label(op.results[0])})"
+    return op.name
