@@ -2,15 +2,25 @@
 
 Convert, print, parse back, verify, print identically; interpret the parsed module (inside
 its planned arena, or eagerly) and compare with `jax.jit`: exact for integer, bool and key
-outputs, tight tolerance for floats.
+outputs, close for floats, with a tolerance from the narrowest float type in the program
+(`program_tolerance`).
+
+`jax.jit` is the reference, but not an infallible one. Where the planned result differs from
+jit's, `check_program` computes the op-by-op reference under `jax.disable_jit()` (what jaxalloc
+executes): if the planned result matches that one, the check passes and warns with
+`JitDisagreement`, records the case in `JIT_DISAGREEMENTS` and on the returned function's
+`jit_disagreement`; if it matches neither, the check fails showing all three results.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax._src import core
 
 import jaxalloc
 from jaxalloc.dialects import jx
@@ -22,25 +32,126 @@ from jaxalloc.types import byte_size
 jax.config.update("jax_default_matmul_precision", "highest")
 
 FLOAT_TOLERANCE = {"rtol": 2e-5, "atol": 2e-6}
-LOW_PRECISION_TOLERANCE = {"rtol": 2e-2, "atol": 2e-2}
+"""Float outputs of programs that compute in float32 (or wider) throughout."""
+
+LOW_PRECISION_ULPS = 4
+"""Programs with a narrower float type anywhere get rtol = atol = this many of its eps.
+
+`jax.jit` may keep a fused chain of float16/bfloat16 ops in float32 (XLA CPU does, on CPUs with
+AVX512-FP16 for float16), while op-by-op execution, like `jax.disable_jit()`, rounds between ops;
+a result differs by an ulp of the narrow type or a little more, whatever type it is stored in:
+a float32 result of float16 math is only as good as float16. eps is 2**-10 for float16 (rtol 3.9e-3),
+2**-7 for bfloat16 (3.1e-2), 2**-3 and 2**-2 for the float8 types (0.5 and 1.0)."""
 
 
-def assert_same(actual, expected) -> None:
-    """Pytree-equal: same structure, exact integers/bools/keys, close floats."""
-    a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
-    e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
-    assert a_tree == e_tree, f"output structure {a_tree} != {e_tree}"
-    for a, e in zip(a_leaves, e_leaves):
+def float_tolerance(dtype) -> dict[str, float]:
+    """rtol and atol for float results of a program whose narrowest float type is `dtype` (None: none)."""
+    if dtype is None:
+        return dict(FLOAT_TOLERANCE)
+    eps = float(jnp.finfo(dtype).eps)  # a complex type's is its parts'
+    if eps <= float(jnp.finfo(jnp.float32).eps):
+        return dict(FLOAT_TOLERANCE)
+    return {"rtol": LOW_PRECISION_ULPS * eps, "atol": LOW_PRECISION_ULPS * eps}
+
+
+def _is_float(dtype) -> bool:
+    return dtype is not None and jax.dtypes.issubdtype(dtype, np.inexact)
+
+
+def _narrower(a, b):
+    """The float type of `a` and `b` with the larger eps (None stands for no float type)."""
+    if not _is_float(b):
+        return a
+    if not _is_float(a):
+        return np.dtype(b)
+    return np.dtype(b) if jnp.finfo(b).eps > jnp.finfo(a).eps else a
+
+
+def _sub_jaxprs(params):
+    """Jaxprs in an equation's params, in tuples and lists too (scan, while, cond, pjit, custom_jvp...)."""
+    stack = list(params.values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, core.ClosedJaxpr):
+            yield value.jaxpr
+        elif isinstance(value, core.Jaxpr):
+            yield value
+        elif isinstance(value, tuple | list):
+            stack.extend(value)
+
+
+def narrowest_float(jaxpr: core.ClosedJaxpr | core.Jaxpr) -> np.dtype | None:
+    """The float type with the largest eps anywhere in `jaxpr`: inputs, constants, literals, every
+    equation's outputs and those of nested jaxprs. None where nothing is a float."""
+    narrowest = None
+    stack = [jaxpr.jaxpr if isinstance(jaxpr, core.ClosedJaxpr) else jaxpr]
+    while stack:
+        j = stack.pop()
+        atoms = [*j.constvars, *j.invars, *j.outvars]
+        for eqn in j.eqns:
+            atoms += [*eqn.invars, *eqn.outvars]
+            stack.extend(_sub_jaxprs(eqn.params))
+        for atom in atoms:
+            narrowest = _narrower(narrowest, getattr(atom.aval, "dtype", None))
+    return narrowest
+
+
+def program_tolerance(jaxpr: core.ClosedJaxpr | core.Jaxpr) -> dict[str, float]:
+    """rtol and atol for every float output of the program `jaxpr`: `float_tolerance` of its narrowest float type."""
+    return float_tolerance(narrowest_float(jaxpr))
+
+
+def _leaf_tolerance(dtype, tolerance: dict[str, float] | None) -> dict[str, float]:
+    """The program's tolerance, never tighter than the output's own type allows."""
+    own = float_tolerance(dtype)
+    if tolerance is None:
+        return own
+    return {k: max(own[k], tolerance[k]) for k in ("rtol", "atol")}
+
+
+def _as_arrays(tree):
+    """Python and numpy scalars (which `jax.disable_jit()` may hand back) as jax arrays, weak types kept."""
+    return jax.tree_util.tree_map(lambda v: v if isinstance(v, jax.Array) else jnp.asarray(v), tree)
+
+
+def mismatches(actual, expected, tolerance: dict[str, float] | None = None) -> list[tuple[str, str]]:
+    """Where `actual` and `expected` differ: (output path, what differs) pairs; empty when they agree.
+
+    Structure, weak types, shapes and dtypes must be equal; integers, bools and keys exact; floats
+    close within `tolerance` (None: each output's `float_tolerance`), never tighter than the output's own
+    type allows.
+    """
+    a_leaves, a_tree = jax.tree_util.tree_flatten_with_path(actual)
+    e_leaves, e_tree = jax.tree_util.tree_flatten_with_path(expected)
+    if jax.tree_util.tree_structure(actual) != jax.tree_util.tree_structure(expected):
+        return [("", f"output structure {a_tree} != {e_tree}")]
+    found = []
+    for (path, a), (_, e) in zip(a_leaves, e_leaves):
+        where = "output" + jax.tree_util.keystr(path)
         if jax.dtypes.issubdtype(e.dtype, jax.dtypes.prng_key):
             a, e = jax.random.key_data(a), jax.random.key_data(e)
-        assert jax.typeof(a).weak_type == jax.typeof(e).weak_type, f"weak type {jax.typeof(a)} != {jax.typeof(e)}"
+        if jax.typeof(a).weak_type != jax.typeof(e).weak_type:
+            found.append((where, f"weak type {jax.typeof(a)} != {jax.typeof(e)}"))
+            continue
         a, e = np.asarray(a), np.asarray(e)
-        assert a.shape == e.shape and a.dtype == e.dtype, f"{a.shape}/{a.dtype} != {e.shape}/{e.dtype}"
-        if jax.dtypes.issubdtype(e.dtype, np.inexact):
-            tolerance = FLOAT_TOLERANCE if e.dtype.itemsize >= 4 else LOW_PRECISION_TOLERANCE
-            np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), **tolerance)
-        else:
-            np.testing.assert_array_equal(a, e)
+        if a.shape != e.shape or a.dtype != e.dtype:
+            found.append((where, f"{a.shape}/{a.dtype} != {e.shape}/{e.dtype}"))
+            continue
+        try:
+            if jax.dtypes.issubdtype(e.dtype, np.inexact):
+                wide = np.complex128 if jax.dtypes.issubdtype(e.dtype, np.complexfloating) else np.float64
+                np.testing.assert_allclose(a.astype(wide), e.astype(wide), **_leaf_tolerance(e.dtype, tolerance))
+            else:
+                np.testing.assert_array_equal(a, e)
+        except AssertionError as error:
+            found.append((where, str(error).strip()))
+    return found
+
+
+def assert_same(actual, expected, tolerance: dict[str, float] | None = None) -> None:
+    """Pytree-equal: same structure, exact integers/bools/keys, close floats (see `mismatches`)."""
+    found = mismatches(actual, expected, tolerance)
+    assert not found, "\n".join(f"{where}: {what}" if where else what for where, what in found)
 
 
 def check_roundtrip(module) -> str:
@@ -53,14 +164,143 @@ def check_roundtrip(module) -> str:
     return text
 
 
-def check_program(fn, *args, mode: str = "arena") -> jaxalloc.Planned:
-    """The whole differential check for `fn(*args)` run in `mode`; returns the planned function."""
+class JitDisagreement(UserWarning):
+    """`jax.jit` and `jax.disable_jit()` disagree on a program; the planned result matched `disable_jit`."""
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One program on which `jax.jit` disagreed with `jax.disable_jit()` (and the planned result with jit)."""
+
+    program: str
+    mode: str
+    outputs: tuple[str, ...]
+    """Paths of the outputs on which jit and disable_jit differ (those on which the planned result
+    differs from jit, where jit and disable_jit agree within tolerance)."""
+    message: str
+    """The warning's text: which output, by how much, the values."""
+
+
+JIT_DISAGREEMENTS: list[Disagreement] = []
+"""Every disagreement `check_program` has seen in this process, oldest first; a soak script can
+read it (or its length) after a run. Tests may clear it."""
+
+
+def jit_reference(fn, *args):
+    """What `check_program` compares with first: `jax.jit(fn)(*args)`. A test may put another in its
+    place (monkeypatch) to stand in for jit on a CPU it does not have."""
+    return jax.jit(fn)(*args)
+
+
+def disable_jit_reference(fn, *args):
+    """The op-by-op reference: `fn(*args)` under `jax.disable_jit()`, leaves as jax arrays."""
+    with jax.disable_jit():
+        return _as_arrays(fn(*args))
+
+
+def _show(tree) -> str:
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    lines = []
+    for path, leaf in leaves:
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        value = np.array2string(np.asarray(leaf), threshold=64, edgeitems=3, max_line_width=120)
+        lines.append(f"    output{jax.tree_util.keystr(path)} {jax.typeof(leaf)}: " + value.replace("\n", "\n      "))
+    return "\n".join(lines) or "    (no arrays)"
+
+
+def _max_abs_difference(a, b) -> str:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.size == 0:
+        return "n/a"
+    if a.dtype == bool or b.dtype == bool:
+        return str(int(np.count_nonzero(a != b))) + " elements"
+    wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(b) else np.float64
+    try:
+        return f"{float(np.nanmax(np.abs(a.astype(wide) - b.astype(wide)))):.6g}"
+    except (TypeError, ValueError):
+        return "n/a"
+
+
+def _differences(first, second, paths) -> str:
+    """`max |first - second|` of the outputs at `paths`, one line each."""
+    f_leaves = {"output" + jax.tree_util.keystr(p): v for p, v in jax.tree_util.tree_flatten_with_path(first)[0]}
+    s_leaves = {"output" + jax.tree_util.keystr(p): v for p, v in jax.tree_util.tree_flatten_with_path(second)[0]}
+    lines = []
+    for path in paths:
+        a, b = f_leaves.get(path), s_leaves.get(path)
+        if a is not None and b is not None:
+            if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key):
+                a, b = jax.random.key_data(a), jax.random.key_data(b)
+            lines.append(f"  {path}: max |difference| {_max_abs_difference(a, b)}")
+        else:
+            lines.append(f"  {path or 'output structure'}")
+    return "\n".join(lines)
+
+
+def _program_name(fn) -> str:
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    code = getattr(fn, "__code__", None)
+    if "<lambda>" in name and code is not None:
+        name += f" ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})"
+    return name
+
+
+def check_program(fn, *args, mode: str = "arena", name: str | None = None) -> jaxalloc.Planned:
+    """The whole differential check for `fn(*args)` run in `mode`; returns the planned function.
+
+    The planned result must match `jax.jit`'s within `program_tolerance`, or else the op-by-op
+    reference (`jax.disable_jit()`): then jit is the one that is off, and the check warns with
+    `JitDisagreement` and appends a `Disagreement` to `JIT_DISAGREEMENTS`. The returned function's
+    `jit_disagreement` is that `Disagreement`, or None. `name` names the program in messages
+    (default: the function's name).
+    """
+    name = name or _program_name(fn)
     planned = jaxalloc.planned(fn, mode=mode)
+    planned.jit_disagreement = None
     traced = planned._traced(args, {})
     text = check_roundtrip(traced.converted.module)
     parsed = Converted(parse_module(text), traced.converted.table)
     planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in planned._cache.items()}
-    assert_same(planned(*args), jax.jit(fn)(*args))
+    tolerance = program_tolerance(traced.closed_jaxpr)
+    result = planned(*args)
+    jitted = jit_reference(fn, *args)
+    versus_jit = mismatches(result, jitted, tolerance)
+    if not versus_jit:
+        return planned
+    jit_report = "\n".join(f"{where}: {what}" if where else what for where, what in versus_jit)
+    try:
+        op_by_op = disable_jit_reference(fn, *args)
+    except Exception as error:  # no second opinion: the difference from jit stands
+        raise AssertionError(
+            f"{name} ({mode}): the planned result differs from jax.jit's, and running it under "
+            f"jax.disable_jit() failed ({type(error).__name__}: {error}):\n{jit_report}"
+        ) from error
+    versus_op_by_op = mismatches(result, op_by_op, tolerance)
+    if versus_op_by_op:
+        raise AssertionError(
+            f"{name} ({mode}): the planned result matches neither jax.jit's nor jax.disable_jit()'s\n"
+            f"  planned:\n{_show(result)}\n  jax.jit:\n{_show(jitted)}\n  jax.disable_jit():\n{_show(op_by_op)}\n"
+            f"planned vs jax.jit:\n{jit_report}\nplanned vs jax.disable_jit():\n"
+            + "\n".join(f"{where}: {what}" if where else what for where, what in versus_op_by_op)
+        )
+    jit_vs_op_by_op = [where for where, _ in mismatches(jitted, op_by_op, tolerance)]
+    if jit_vs_op_by_op:
+        outputs, summary = tuple(jit_vs_op_by_op), "jax.jit disagrees with jax.disable_jit()"
+        differences = _differences(jitted, op_by_op, outputs)
+    else:  # each within tolerance of the op-by-op result, not of each other
+        outputs = tuple(where for where, _ in versus_jit)
+        summary = "jax.jit differs from the planned result; both are within tolerance of jax.disable_jit()"
+        differences = _differences(jitted, result, outputs)
+    message = (
+        f"{name} ({mode}): {summary}; the planned result matches jax.disable_jit() and passes against it\n"
+        f"{differences}\n"
+        f"  jax.jit:\n{_show(jitted)}\n  jax.disable_jit() and planned:\n{_show(op_by_op)}"
+    )
+    record = Disagreement(name, mode, outputs, message)
+    JIT_DISAGREEMENTS.append(record)
+    planned.jit_disagreement = record
+    warnings.warn(message, JitDisagreement, stacklevel=2)
     return planned
 
 

@@ -46,7 +46,7 @@ def _jaxpr_primitives(jaxpr: core.Jaxpr) -> set[str]:
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
 def test_corpus_program(program):
     args = program.make_args()
-    planned = check_program(program.fn, *args)
+    planned = check_program(program.fn, *args, name=program.name)
     assert f"jx.func @{program.fn.__name__}(%a: " in str(planned.lower(*args))  # name hints from jaxpr vars
     run = planned.last_run
     assert (run.mode, run.copied_bytes) == ("arena", 0)
@@ -55,7 +55,7 @@ def test_corpus_program(program):
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
 def test_corpus_program_eager(program):
-    check_program(program.fn, *program.make_args(), mode="eager")
+    check_program(program.fn, *program.make_args(), mode="eager", name=program.name)
 
 
 def test_corpus_table():
