@@ -1,0 +1,403 @@
+"""The static plan checker: is a planned jx function safe to run? Read from its IR alone.
+
+It shares nothing with the planner. It reads the `mem` attributes the planner wrote
+(`mem.arena`, `mem.slot(s)`, `#mem.next`, `mem.views`, `mem.phi`) and the meaning of each op,
+and walks the function the way the arena executor runs it: every branch of every case, every
+loop round by round (zero rounds included) until every ring has gone round twice. It keeps
+which value owns which bytes: a write takes its bytes from every value it overlaps, and a
+read checks that each value it may be reading still owns its bytes. No lifetime is computed:
+a value is checked where it is read, so a lifetime the planner got wrong cannot hide.
+
+Paths are walked once each but remembered: every write and every way of reaching a value
+carries a guard, the branch of each case and the exit round of each loop it depends on. A
+read fails only where some path both reaches the value through that instance and overwrote
+the instance before (a loop result that is its init operand after zero rounds is not blamed
+for a later round overwriting that operand). The walk also lists the copies the executor
+would make (a value the plan does not put where it is read next).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import ArenaAttr, NextAttr, SlotAttr, ViewsAttr
+from jaxalloc.errors import PlanViolation
+from jaxalloc.frontend import value_label
+from jaxalloc.types import byte_size
+
+MAX_ROUNDS = 64
+"""Loop rounds walked at most (rings of coprime lengths could ask for more)."""
+
+_REINTERPRETING = frozenset({"reshape", "squeeze", "bitcast_convert_type"})
+"""Primitives the executor runs as a new reading of their operand's bytes (when sizes match)."""
+
+
+Guard = tuple[tuple[int, frozenset[int]], ...]
+"""A condition on the path taken: for some region walks (cases, loops), the paths allowed
+(the branch taken, the round the loop exits in)."""
+
+
+def _both(a: Guard, b: Guard) -> Guard | None:
+    """Both conditions at once; None where no path satisfies both."""
+    merged = dict(a)
+    for region, paths in b:
+        paths = merged[region] & paths if region in merged else paths
+        if not paths:
+            return None
+        merged[region] = paths
+    return tuple(sorted(merged.items(), key=lambda item: item[0]))
+
+
+def _implies(a: Guard, b: Guard) -> bool:
+    """Every path satisfying `a` satisfies `b`."""
+    allowed = dict(a)
+    return all(region in allowed and allowed[region] <= paths for region, paths in b)
+
+
+@dataclass(eq=False)
+class _Instance:
+    """One value as written into the arena once (in one loop round, on some paths): its bytes."""
+
+    value: SSAValue
+    rounds: tuple[tuple[Operation, int], ...]
+    start: int
+    end: int
+    guard: Guard
+    """The paths on which it is written."""
+    serial: int
+    """Instances are numbered as they are written: those of a region walk come after the older ones."""
+    copied_from: _Instance | None = None
+
+
+@dataclass(frozen=True)
+class _Located:
+    """A value during the walk: which program values it may be (tokens, for the loop-carried
+    identities) and which arena instances may hold it, each on the paths given (none: it is
+    outside the arena)."""
+
+    tokens: frozenset
+    instances: frozenset[tuple[_Instance, Guard]] = frozenset()
+
+    def __or__(self, other: _Located) -> _Located:
+        return _Located(self.tokens | other.tokens, self.instances | other.instances)
+
+    def on(self, guard: Guard) -> _Located:
+        """This value as reached on the paths of `guard` only."""
+        reached = ((i, _both(g, guard)) for i, g in self.instances)
+        return _Located(self.tokens, frozenset((i, g) for i, g in reached if g is not None))
+
+
+_GRANULE = 256
+"""Bytes per bucket of the index from arena bytes to the instances that may own them."""
+
+
+@dataclass
+class _Memory:
+    """Who may own the arena's bytes, and which writes went over which instances, on which paths."""
+
+    owners: dict[int, dict[_Instance, None]] = field(default_factory=dict)
+    """For each granule of the arena, the instances that may still own some of its bytes."""
+    overwritten: dict[_Instance, list[tuple[_Instance, Guard]]] = field(default_factory=dict)
+
+    def write(self, new: _Instance) -> None:
+        granules = range(new.start // _GRANULE, (new.end - 1) // _GRANULE + 1)
+        seen = {}
+        for g in granules:
+            seen.update(self.owners.get(g, {}))
+        for old in seen:
+            if not (old.start < new.end and new.start < old.end) or _both(old.guard, new.guard) is None:
+                continue
+            self.overwritten.setdefault(old, []).append((new, new.guard))
+            if _implies(old.guard, new.guard):  # overwritten wherever it exists
+                self.forget(old, keep_overwritten=True)
+        for g in granules:
+            self.owners.setdefault(g, {})[new] = None
+
+    def forget(self, instance: _Instance, keep_overwritten: bool = False) -> None:
+        for g in range(instance.start // _GRANULE, (instance.end - 1) // _GRANULE + 1):
+            self.owners.get(g, {}).pop(instance, None)
+        if not keep_overwritten:
+            self.overwritten.pop(instance, None)
+
+    def collect(self, first: int, kept: set[_Instance]) -> None:
+        """Forget the instances numbered from `first` on that are not `kept`: after a region walk,
+        only its results can still be read."""
+        garbage = {i for owners in self.owners.values() for i in owners if i.serial >= first and i not in kept}
+        garbage |= {i for i in self.overwritten if i.serial >= first and i not in kept}
+        for instance in garbage:
+            self.forget(instance)
+
+    def writer(self, instance: _Instance, guard: Guard) -> _Instance | None:
+        """A write over `instance` on some path of `guard`, if any."""
+        for new, on in self.overwritten.get(instance, ()):
+            if _both(on, guard) is not None:
+                return new
+        return None
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """What the walk found besides violations."""
+
+    copies: tuple[str, ...]
+    """The copies the executor would make on some path: the plan left a value elsewhere."""
+    rounds: int
+    """Loop rounds walked, over every loop and path."""
+
+
+def check_planned(func: jx.FuncOp) -> PlanCheck:
+    """Walk a planned function; raise `PlanViolation` at the first read of an overwritten value."""
+    arena = func.attributes.get("mem.arena")
+    if not isinstance(arena, ArenaAttr):
+        raise PlanViolation(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
+    walk = _Walk(func, arena.bytes.data)
+    env = {a: walk.outside() for a in func.body.block.args}
+    walk.block(func.body.block, env)
+    return PlanCheck(tuple(walk.copies), walk.rounds_walked)
+
+
+class _Walk:
+    def __init__(self, func: jx.FuncOp, arena_bytes: int):
+        self.func, self.arena_bytes = func, arena_bytes
+        self.rounds: list[tuple[Operation, int]] = []
+        self.next_views: list[list[SlotAttr | None]] = []
+        self.copies: list[str] = []
+        self.rounds_walked = 0
+        self.serial = 0
+        self.memory = _Memory()
+        self.guard: Guard = ()
+        """The paths being walked."""
+        self._regions = 0
+        self._tokens = 0
+
+    def outside(self) -> _Located:
+        self._tokens += 1
+        return _Located(frozenset((self._tokens,)))
+
+    def block(self, block: Block, env: dict) -> list[_Located]:
+        """Walk `block` on the current paths; returns the yielded values."""
+        for op in block.ops:
+            self.read(op, op.operands, env)
+            if isinstance(op, jx.YieldOp):
+                return [env[v] for v in op.operands]
+            if isinstance(op, jx.WhileOp):
+                self.loop(op, env)
+            elif isinstance(op, jx.CaseOp):
+                self.case(op, env)
+            elif isinstance(op, jx.ConstOp):
+                env[op.results[0]] = self.outside()
+            else:
+                self.prim(op, env)
+        raise PlanViolation(f"a block of @{self.func.sym_name.data} does not end in jx.yield")
+
+    def read(self, op: Operation, values, env: dict) -> None:
+        for value in values:
+            for instance, guard in env[value].instances:
+                reached = _both(guard, self.guard)
+                writer = self.memory.writer(instance, reached) if reached is not None else None
+                if writer is not None:
+                    raise PlanViolation(
+                        f"invalid plan of @{self.func.sym_name.data}: {_describe(instance)} is read by "
+                        f"{_op(op)}{_in_rounds(tuple(self.rounds))}, but {_describe(writer)} was written over "
+                        f"its bytes [{instance.start}, {instance.end}) before"
+                    )
+
+    def place(self, op: Operation, k: int) -> SlotAttr | None:
+        """Where result `k` of `op` is written in this round (None: outside the arena)."""
+        slots = op.attributes.get("mem.slots")
+        place = op.attributes.get("mem.slot") if k == 0 and len(op.results) == 1 else None
+        if isinstance(slots, ArrayAttr):
+            place = slots.data[k]
+        if isinstance(place, NextAttr):
+            return self.next_views[-1][place.position.data]
+        if not isinstance(place, SlotAttr) or place.size.data == 0:
+            return None
+        value = op.results[k]
+        if place.size.data < byte_size(value.type) or place.end > self.arena_bytes:
+            raise PlanViolation(
+                f"invalid plan of @{self.func.sym_name.data}: {_name(value)} ({value_label(value)}) needs "
+                f"{byte_size(value.type)} bytes but its slot is [{place.offset.data}, {place.end}) "
+                f"of a {self.arena_bytes}-byte arena"
+            )
+        return place
+
+    def new(self, value: SSAValue, place: SlotAttr, copied_from: _Instance | None = None, guard: Guard | None = None) -> _Instance:
+        start, guard = place.offset.data, self.guard if guard is None else guard
+        self.serial += 1
+        end = start + byte_size(value.type)
+        return _Instance(value, tuple(self.rounds), start, end, guard, self.serial, copied_from)
+
+    def here(self, instance: _Instance) -> _Located:
+        return _Located(self.outside().tokens, frozenset(((instance, self.guard),)))
+
+    def prim(self, op: Operation, env: dict) -> None:
+        written = []
+        for k, result in enumerate(op.results):
+            place = self.place(op, k)
+            if k == 0 and _reinterprets(op) and env[op.operands[0]].instances:
+                env[result] = self.reinterpret(result, env[op.operands[0]], place, written)
+            elif place is None:
+                env[result] = self.outside()
+            else:
+                written.append(self.new(result, place))
+                env[result] = self.here(written[-1])
+        for instance in written:
+            self.memory.write(instance)
+
+    def reinterpret(self, result: SSAValue, operand: _Located, place: SlotAttr | None, written: list) -> _Located:
+        """A view reads its operand's bytes in place; where the plan put it elsewhere, it is computed there."""
+        kept = {(i, g) for i, g in operand.instances if place is None or i.start == place.offset.data}
+        if kept != operand.instances:
+            written.append(self.new(result, place))
+            kept.add((written[-1], self.guard))
+        return _Located(self.outside().tokens, frozenset(kept))
+
+    def put(self, value: SSAValue, located: _Located, place: SlotAttr | None, why: str) -> _Located:
+        """`located` moved to `place`: the instances already there stay, the others are copied."""
+        if place is None:
+            return located
+        stay = {(i, g) for i, g in located.instances if i.start == place.offset.data}
+        if stay == located.instances and stay:
+            return located
+        self.copies.append(f"{_name(value)} ({value_label(value)}): {why}{_in_rounds(tuple(self.rounds))}")
+        # one copy on every path unless the value is already in place on some: then one per path
+        moving = located.instances - stay
+        sources = {_both(g, self.guard): i for i, g in moving} if stay else {self.guard: next(iter(moving), (None,))[0]}
+        for guard, source in sources.items():
+            if guard is None:
+                continue
+            copy = self.new(value, place, source, guard)
+            self.memory.write(copy)
+            stay.add((copy, guard))
+        return _Located(located.tokens, frozenset(stay))
+
+    def walking(self, region: int, paths) -> Guard:
+        """Walk on from here only on `paths` of `region`; returns the guard to go back to."""
+        before = self.guard
+        self.guard = _both(before, ((region, frozenset(paths)),))
+        return before
+
+    def case(self, op: jx.CaseOp, env: dict) -> None:
+        phis = op.attributes.get("mem.phi")
+        phi = [set(p.get_values()) for p in phis.data] if isinstance(phis, ArrayAttr) else [set()] * len(op.results)
+        self._regions += 1
+        region, results, first = self._regions, [], self.serial + 1
+        for b, branch in enumerate(op.branches):
+            outer = self.walking(region, (b,))
+            yielded = self.block(branch.block, env)
+            results.append([
+                self.put(value, located, None if b in phi[k] else self.place(op, k), f"branch {b} yields it elsewhere").on(self.guard)
+                for k, (value, located) in enumerate(zip(op.results, yielded))
+            ])
+            self.guard = outer
+        for k, value in enumerate(op.results):
+            env[value] = _union(r[k] for r in results)
+        self.memory.collect(first, {i for r in results for located in r for i, _ in located.instances})
+
+    def loop(self, op: jx.WhileOp, env: dict) -> None:
+        views = op.attributes.get("mem.views")
+        if not isinstance(views, ArrayAttr) or len(views.data) != len(op.results):
+            raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} has no mem.views per carried value")
+        views = [v for v in views.data if isinstance(v, ViewsAttr)]
+        inits = [env[v] for v in op.inits]
+        self._regions += 1
+        region, rounds, outer, first = self._regions, _rounds_to_walk(views), self.guard, self.serial + 1
+        state = []
+        for k, (view, init) in enumerate(zip(views, inits)):
+            at = view.view(0)
+            if isinstance(at, int):
+                self.same_value(op, k, 0, inits[at], init)
+                state.append(inits[at])
+            else:
+                state.append(self.put(op.results[k], init, at, "its init operand is elsewhere"))
+        body, cond = op.body.block, op.cond.block
+        exits = []
+        self.rounds.append((op, 0))
+        for round_ in range(rounds):
+            self.rounds[-1] = (op, round_)
+            self.rounds_walked += 1
+            self.guard = _both(outer, ((region, frozenset(range(round_, rounds))),))
+            env.update(zip(cond.args, state))
+            self.block(cond, env)
+            exits.append([located.on(((region, frozenset((round_,))),)) for located in state])
+            if round_ == rounds - 1:
+                break
+            self.guard = _both(outer, ((region, frozenset(range(round_ + 1, rounds))),))
+            following = [view.view(round_ + 1) for view in views]
+            self.next_views.append([at if isinstance(at, SlotAttr) else None for at in following])
+            env.update(zip(body.args, state))
+            yielded = self.block(body, env)
+            self.next_views.pop()
+            state = []
+            for k, (at, located) in enumerate(zip(following, yielded)):
+                if isinstance(at, int):
+                    self.same_value(op, k, round_ + 1, inits[at], located)
+                    state.append(inits[at])
+                else:
+                    state.append(self.put(op.results[k], located, at, "the body yields it elsewhere"))
+        self.rounds.pop()
+        self.guard = outer
+        for k, value in enumerate(op.results):
+            env[value] = _union(exit_[k] for exit_ in exits)
+        self.memory.collect(first, {i for exit_ in exits for located in exit_ for i, _ in located.instances})
+
+    def same_value(self, op: jx.WhileOp, k: int, round_: int, read: _Located, carried: _Located) -> None:
+        """A round that reads an init operand in place must be carrying that very value."""
+        if read.tokens != carried.tokens:
+            raise PlanViolation(
+                f"invalid plan of @{self.func.sym_name.data}: round {round_} of {_op(op)} reads an init operand "
+                f"in place for carried value {k}, but the program carries another value there"
+            )
+
+
+def _rounds_to_walk(views: list[ViewsAttr]) -> int:
+    """Enough rounds for every loop exit: the init reads, then every ring around twice, then one."""
+    prefix = max((len(v.initial) for v in views), default=0)
+    period = math.lcm(*(max(v.repeat, 1) for v in views)) if views else 1
+    return min(prefix + 2 * period + 2, MAX_ROUNDS)
+
+
+def _reinterprets(op: Operation) -> bool:
+    if not isinstance(op, jx.PrimOp) or len(op.results) != 1 or not op.operands:
+        return False
+    if op.primitive.data not in _REINTERPRETING:
+        return False
+    dimensions = op.params.data.get("dimensions")
+    if op.primitive.data == "reshape" and dimensions is not None and dimensions != StringAttr("None"):
+        return False
+    return byte_size(op.operands[0].type) == byte_size(op.results[0].type)
+
+
+def _union(located) -> _Located:
+    located = list(located)
+    result = located[0]
+    for other in located[1:]:
+        result = result | other
+    return result
+
+
+def _name(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "%?"
+
+
+def _op(op: Operation) -> str:
+    if op.results:
+        return f"{_name(op.results[0])} ({value_label(op.results[0])})"
+    if isinstance(op, jx.YieldOp):
+        parent = op.parent_op()
+        return "the function's outputs" if isinstance(parent, jx.FuncOp) else f"the yield of {_op(parent)}"
+    return op.name
+
+
+def _in_rounds(rounds) -> str:
+    return "".join(f", round {r} of {_op(loop)}" for loop, r in rounds)
+
+
+def _describe(instance: _Instance) -> str:
+    what = f"{_name(instance.value)} ({value_label(instance.value)}{_in_rounds(instance.rounds)})"
+    return f"a copy of {what}" if instance.copied_from is not None else what
