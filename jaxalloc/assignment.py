@@ -148,9 +148,33 @@ class _BlockPlanner:
             return False
         return any(m in self.outside for m in group)
 
+    def kept_until(self, root: SSAValue, seen: frozenset = frozenset()) -> int:
+        """The end of the longest-lived value that may be a view of `root`'s buffer (a case result
+        viewing what a branch hands back, a loop result that may be its init operand), through
+        chains of such views."""
+        until = 0
+        for value, later in self.keep_alive:
+            if self.merge.find(value) is not root:
+                continue
+            later_root = self.merge.find(later)
+            until = max(until, self.end_of(later))
+            if later_root is not root and later_root not in seen:
+                until = max(until, self.kept_until(later_root, seen | {root}))
+        return until
+
+    def dies_at(self, value: SSAValue, index: int) -> bool:
+        """Whether op `index` is the last to read `value`'s buffer, views of it included."""
+        root = self.merge.find(value)
+        return self.end_of(value) == index + 1 and self.kept_until(root) <= index + 1
+
     def end_of(self, value: SSAValue) -> int:
         root = self.merge.find(value)
         return max(int(self.live.end[self.position[m]]) for m in self.members.get(root, [root]))
+
+    def read_inside(self, op: Operation, root: SSAValue) -> bool:
+        """Whether a region of `op` reads a value of `root`'s buffer (then a ring cannot take it)."""
+        group = set(self.members.get(root, [root]))
+        return any(v in group for inner in op.walk() if inner is not op for v in inner.operands)
 
     def join(self, value: SSAValue, into: SSAValue) -> None:
         root, other = self.merge.find(into), self.merge.find(value)
@@ -161,7 +185,6 @@ class _BlockPlanner:
 
     def fold(self, index: int, op: Operation) -> None:
         """NNC's in-place folding: the result takes an operand's buffer where that operand dies here."""
-        result = op.results[0]
         for p in in_place_candidates(op):
             x = op.operands[p]
             root = self.merge.find(x)
@@ -171,8 +194,8 @@ class _BlockPlanner:
                 continue
             if any(m in self.dictated for m in self.members.get(root, [root])) and root not in self.foldable:
                 continue
-            if self.end_of(x) == index + 1:
-                self.join(result, x)
+            if self.dies_at(x, index):
+                self.join(op.results[0], x)
                 return
 
     def run(self) -> BlockPlan:
@@ -185,7 +208,7 @@ class _BlockPlanner:
                 self.case(index, op)
             elif isinstance(op, jx.WhileOp):
                 self.loop(index, op)
-            else:
+            elif op.results:
                 self.fold(index, op)
         self.allocate()
         return self.plan
@@ -196,7 +219,11 @@ class _BlockPlanner:
             block = branch.block
             placed: dict[SSAValue, SSAValue] = {}
             for k, (value, result) in enumerate(zip(block.last_op.operands, op.res)):
-                if defined_in(value, block) and not isinstance(value.owner, jx.ConstOp) and value not in placed:
+                if value in placed:  # yielded twice: a view of the result the branch computes it into
+                    views[k].append(b)
+                    self.keep_alive.append((placed[value], result))
+                    self.no_fold.add(result)
+                elif defined_in(value, block) and not isinstance(value.owner, jx.ConstOp):
                     placed[value] = result
                 elif _stable(value):  # NNC's phi: the result is a view of what this branch yields
                     views[k].append(b)
@@ -222,7 +249,8 @@ class _BlockPlanner:
         eligible = set()  # a lone origin whose init operand dies here: that memory is its ring's slot 0
         for c, (delay, _) in longest.items():
             init, root = op.inits[c], init_roots[c]
-            if delay == 1 and not self.external(init) and self.end_of(init) == index + 1 and init_roots.count(root) == 1:
+            if (delay == 1 and not self.external(init) and self.dies_at(init, index) and init_roots.count(root) == 1
+                    and not self.read_inside(op, root) and not any(m in self.dictated for m in self.members.get(root, [root]))):
                 eligible.add(c)
         dictated = dict(zip(args, results)) | computed
         # The next value may be computed in place into the oldest value of its ring (read for the last
@@ -262,6 +290,8 @@ class _BlockPlanner:
             else:  # a value from outside the body, or one already yielded elsewhere: copied into a ring
                 carries.append(Carry(2, (k,), True))
                 self.rings[results[k]] = (byte_size(results[k].type), 2)
+                self.keep_alive.append((op.inits[k], results[k]))  # after zero rounds it is the init
+                self.no_fold.add(results[k])
         self.plan.carries[op] = carries
         self.plan.regions[op] = (0, [cond_plan, body_plan])
         self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
@@ -283,19 +313,16 @@ class _BlockPlanner:
             self.plan.roots[value] = root
             self.plan.lifetimes[value] = (start, end)
             groups.setdefault(root, []).append(value)
-        until = {}
-        for value, later in self.keep_alive:
-            root = self.merge.find(value)
-            until[root] = max(until.get(root, 0), self.end_of(later))
+        until = {root: self.kept_until(root) for root in {self.merge.find(v) for v, _ in self.keep_alive}}
         keys, sizes, starts, ends, repeats = [], [], [], [], []
         for root, values in groups.items():
             if self.external(root):
                 continue
+            ring = max((self.rings[v] for v in values if v in self.rings), key=lambda r: r[1], default=None)
             placed = [v for v in values if v in self.dictated]
-            if placed:
+            if placed and (ring is None or ring[1] == 1):  # a ring of several slots cannot fit the parent's one
                 self.plan.placed_in.update((v, self.dictated[placed[0]]) for v in values)
                 continue
-            ring = next((self.rings[v] for v in values if v in self.rings), None)
             slot, repeat = ring if ring is not None else (max(byte_size(v.type) for v in values), 1)
             slot = _pad(slot, self.options.alignment)
             keys.append(values)

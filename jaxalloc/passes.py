@@ -142,7 +142,7 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
     return {
         value: NextAttr(roots[root])
         for value, root in body.roots.items()
-        if root in roots and not isinstance(value, BlockArgument)
+        if root in roots and value in body.placed_in and not isinstance(value, BlockArgument)
     }
 
 

@@ -252,9 +252,9 @@ class _Walk:
     def reinterpret(self, result: SSAValue, operand: _Located, place: SlotAttr | None, written: list) -> _Located:
         """A view reads its operand's bytes in place; where the plan put it elsewhere, it is computed there."""
         kept = {(i, g) for i, g in operand.instances if place is None or i.start == place.offset.data}
-        if kept != operand.instances:
-            written.append(self.new(result, place))
-            kept.add((written[-1], self.guard))
+        for guard in {_both(g, self.guard) for _, g in operand.instances - kept} - {None}:
+            written.append(self.new(result, place, guard=guard))
+            kept.add((written[-1], guard))
         return _Located(self.outside().tokens, frozenset(kept))
 
     def put(self, value: SSAValue, located: _Located, place: SlotAttr | None, why: str) -> _Located:
