@@ -7,8 +7,8 @@
   has a fixed place (`mem.slots` for several results) or, in a loop body, is computed into the
   next round's view of a carried position (`#mem.next<k>`), `mem.views` on every loop, and
   `mem.phi` on a case whose result is, in some branches, a view of the value the branch yields.
-- `jx-verify-plan` re-plans nothing: it rebuilds the rows of a planned function and runs the
-  independent checker, naming the two overlapping values when the plan is wrong.
+- `jx-verify-plan` re-plans nothing: it runs the static plan checker on every planned function,
+  naming the value read, the value written over it and the loop round when the plan is wrong.
 """
 
 from __future__ import annotations
@@ -17,18 +17,17 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, ModuleOp, StringAttr, i64
-from xdsl.ir import Block, BlockArgument, OpResult, SSAValue
+from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from jaxalloc.allocators import get_allocator
 from jaxalloc.assignment import BlockPlan, Carry, plan_function
-from jaxalloc.checker import find_violations
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import ArenaAttr, NextAttr, SlotAttr, ViewsAttr
-from jaxalloc.errors import JaxallocError
-from jaxalloc.inplace import in_place_candidates, is_view
+from jaxalloc.errors import JaxallocError, PlanViolation
 from jaxalloc.liveness import block_liveness
+from jaxalloc.plan_check import check_planned
 
 Place = SlotAttr | NextAttr
 """Where a value lives: a fixed arena slot, or the next round's view of a loop-carried position."""
@@ -163,24 +162,17 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
 
 @dataclass(frozen=True)
 class VerifyPlanPass(ModulePass):
-    """Re-checks the plan written on every function with the independent checker.
-
-    It rebuilds the rows from the `mem` attributes alone: values sharing a slot by design (an op
-    run in place, a view, a branch's yield placed in the case result, a loop's init operand used as
-    its first slot) form one row; every loop slot is a row over the whole loop.
-    """
+    """Checks the plan written on every function with the static plan checker (`plan_check`),
+    which reads the `mem` attributes alone and walks every branch and loop round."""
 
     name = "jx-verify-plan"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for func in _functions(op):
-            arena = func.attributes.get("mem.arena")
-            if not isinstance(arena, ArenaAttr):
-                raise DiagnosticException(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
-            names, problem, offsets = _rows_from_attributes(func)
-            for violation in find_violations(problem, offsets, arena.bytes.data, limit=1):
-                which = " and ".join(names[i] for i in violation.blocks) or "the plan"
-                raise DiagnosticException(f"invalid plan of @{func.sym_name.data}: {which}: {violation.message}")
+            try:
+                check_planned(func)
+            except PlanViolation as e:
+                raise DiagnosticException(str(e)) from None
 
 
 def places_of(op) -> list[Place | None]:
@@ -192,77 +184,3 @@ def places_of(op) -> list[Place | None]:
     if not isinstance(slots, ArrayAttr):
         return [None] * len(op.results)
     return [s if isinstance(s, NextAttr) or s.size.data else None for s in slots.data]
-
-
-def _rows_from_attributes(func: jx.FuncOp):
-    from jaxalloc.allocators import Problem
-    from jaxalloc.liveness import block_liveness, flat_schedule
-
-    spans = flat_schedule(func)
-    slot: dict[SSAValue, SlotAttr] = {}
-    interval: dict[SSAValue, tuple[int, int]] = {}
-    parent: dict[SSAValue, SSAValue] = {}
-
-    def find(v):
-        while parent.get(v, v) is not v:
-            v = parent[v]
-        return v
-
-    def share(a, b):
-        if a in slot and b in slot and slot[a] == slot[b]:
-            parent[find(a)] = find(b)
-
-    rings = []
-    for block in _blocks(func):
-        ops = list(block.ops)
-        live = block_liveness(block)
-        for value, start, end in zip(live.values, live.start, live.end):
-            if isinstance(value, OpResult):
-                interval[value] = (spans[ops[int(start)]][0], spans[ops[int(end) - 1]][1])
-        for o in ops:
-            for value, s in zip(o.results, places_of(o)):
-                if isinstance(s, SlotAttr):
-                    slot[value] = s
-    for o in func.walk():
-        if is_view(o):
-            share(o.results[0], o.operands[0])
-        for p in in_place_candidates(o):
-            share(o.results[0], o.operands[p])
-        if isinstance(o, jx.CaseOp):
-            for branch in o.branches:
-                for value, result in zip(branch.block.last_op.operands, o.res):
-                    share(value, result)
-        if isinstance(o, jx.WhileOp) and isinstance(o.attributes.get("mem.views"), ArrayAttr):
-            ring_of: dict[SlotAttr, SSAValue] = {}  # positions of one rotation share one ring
-            for k, (views, result) in enumerate(zip(o.attributes["mem.views"].data, o.res)):
-                if not views.slots.data:
-                    continue
-                first = views.slots.data[0]
-                slot[result] = first  # slot 0 stands for the ring, the rest are rows of their own
-                interval[result] = (spans[o][0], interval[result][1])
-                if not views.initial.data:
-                    share(result, o.inits[k])
-                if first in ring_of:
-                    share(result, ring_of[first])
-                    continue
-                ring_of[first] = result
-                for i, s in enumerate(views.slots.data[1:], 1):
-                    rings.append((f"%{result.name_hint or 'loop'}[slot {i}]", s, spans[o][0], result))
-    groups: dict[SSAValue, list[SSAValue]] = {}
-    for value in slot:
-        groups.setdefault(find(value), []).append(value)
-    names, sizes, starts, ends, offsets = [], [], [], [], []
-    for members in groups.values():
-        s = slot[members[0]]
-        names.append(" / ".join(f"%{m.name_hint or '?'}" for m in members[:2]))
-        sizes.append(s.size.data)
-        offsets.append(s.offset.data)
-        starts.append(min(interval[m][0] for m in members))
-        ends.append(max(interval[m][1] for m in members))
-    for name, s, start, result in rings:
-        names.append(name)
-        sizes.append(s.size.data)
-        offsets.append(s.offset.data)
-        starts.append(start)
-        ends.append(max(interval[m][1] for m in groups[find(result)]))
-    return names, Problem.from_intervals(sizes, starts, ends), offsets

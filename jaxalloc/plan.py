@@ -27,6 +27,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
+from jaxalloc.plan_check import PlanCheck, check_planned
 from jaxalloc.text import format_size, text_table
 from jaxalloc.xla_memory import XlaComparison, compare_with_xla
 
@@ -62,9 +63,14 @@ class Plan:
         """Max-live of the rows: no plan of these buffers at this granularity needs less."""
         return max_live(self.problem)
 
-    def check(self) -> None:
-        """Raise `InvalidPlanError` unless every pair of rows overlapping in time is disjoint in address."""
+    def check(self) -> PlanCheck:
+        """Check the plan two ways: the static plan checker walks the planned module (every branch, loop
+        rounds until every ring repeats) and raises `PlanViolation` at a read of an overwritten value;
+        the rows must be pairwise disjoint where they overlap in time (`InvalidPlanError`). Returns
+        what the walk found (the copies a run would make on some path)."""
+        found = check_planned(_function(self.module))
         check_plan(self.problem, [r.offset for r in self.buffers], self.arena_bytes)
+        return found
 
     def to_csv(self, path) -> None:
         """One row per buffer: `tensor_name,size,offset,start_time,end_time`."""
@@ -190,6 +196,7 @@ def make_plan(
     args: tuple = (),
 ) -> Plan:
     """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes.
+    The planned module passes the static plan checker, or `PlanViolation` is raised.
 
     `function` and `args`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA.
@@ -200,6 +207,7 @@ def make_plan(
     func = _function(module)
     block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs)
     annotate(func, block_plan)
+    check_planned(func)  # never hand out a plan that lets a value be overwritten before it is read
     return Plan(
         module,
         allocator,

@@ -64,7 +64,7 @@ def test_a_corrupted_plan_gives_a_wrong_answer_and_the_checker_names_it():
     (bad,), _ = run_in_arena(plan.module, converted.table, x)
     np.testing.assert_allclose(bad, jnp.sum(jnp.cos(x) * jnp.cos(x) + jnp.cos(x)), rtol=1e-5)  # sin read as cos
     assert not np.allclose(bad, expected)
-    with pytest.raises(DiagnosticException, match=r"invalid plan of @two_live_values: %\w+ and %\w+"):
+    with pytest.raises(DiagnosticException, match=r"invalid plan of @two_live_values: %\w+ \(sin .*\) is read by .* but %\w+ \(cos .*\) was written over"):
         VerifyPlanPass().apply(Context(), plan.module)
 
 

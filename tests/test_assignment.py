@@ -8,8 +8,8 @@ from jax import lax
 import jaxalloc
 from corpus_programs import PROGRAMS
 from jaxalloc.allocators import ALLOCATORS
-from jaxalloc.assignment import plan_function, plan_rows
-from jaxalloc.plan import Plan
+from jaxalloc.assignment import plan_function
+from jaxalloc.plan import make_plan
 from jaxalloc.dialects import jx
 from random_programs import random_program
 
@@ -17,11 +17,13 @@ MiB = 1 << 20
 
 
 def planned_rows(fn, *args, allocator="nnc", alignment=64):
-    """Plan `fn`, check the rows with the independent checker; the block plan, rows and bound."""
+    """Plan `fn` and check it both ways (the static checker on the planned IR, the rows); the block
+    plan, rows and bound."""
     module = jaxalloc.planned(fn).lower(*args)
     func = next(iter(module.ops))
     plan = plan_function(func, allocator=allocator, alignment=alignment)
-    checked = Plan(module, allocator, alignment, plan.size, tuple(plan_rows(func, plan)))
+    checked = make_plan(module, allocator, alignment)
+    assert checked.arena_bytes == plan.size
     checked.check()
     assert max((r.offset + r.size for r in checked.buffers), default=0) <= plan.size
     return func, plan, checked.buffers, checked.lower_bound

@@ -48,7 +48,7 @@ def test_a_corrupted_plan_is_caught_and_the_two_values_are_named():
     module = planned_module(fn, jnp.ones((32, 32)), jnp.ones((32, 32)))
     prims = {op.primitive.data: op for op in module.walk() if isinstance(op, jx.PrimOp)}
     prims["cos"].attributes["mem.slot"] = prims["sin"].attributes["mem.slot"]
-    with pytest.raises(DiagnosticException, match=r"invalid plan of @fn: %c and %d|invalid plan of @fn: %d and %c"):
+    with pytest.raises(DiagnosticException, match=r"invalid plan of @fn: %c \(sin .*\) is read by .*, but %d \(cos .*\) was written over"):
         VerifyPlanPass().apply(Context(), module)
 
 
