@@ -1,0 +1,223 @@
+"""Never a silent wrong answer: the programs that once ran wrong inside the arena, the static plan
+checker and the sanitizer each catching a corrupted plan, and ops without results.
+
+Every regression program runs eager, in the arena and checked (the sanitizer), against `jax.jit`;
+its plan passes the static checker, which walks branches and rounds the run does not take.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from differential import check_program
+from jax import lax
+from xdsl.dialects.builtin import ArrayAttr
+
+import jaxalloc
+from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import SlotAttr, ViewsAttr
+from jaxalloc.plan_check import check_planned
+
+X4 = jnp.arange(4.0)
+X16 = jnp.linspace(-1.0, 1.0, 16)
+
+
+def chained_phis(x):
+    y = x * 2.0
+    a = lax.cond(x[0] > 100.0, lambda v: v + 1.0, lambda v: v, y)
+    b = lax.cond(x[1] > 100.0, lambda v: v + 1.0, lambda v: v, a)
+    return jnp.concatenate([b, jnp.cumsum(x)])
+
+
+def init_read_in_body(x):
+    t = x * 2.0
+    return lax.fori_loop(0, 2, lambda i, c: c + t, t).sum()
+
+
+def init_is_xs(x):
+    t = x * 2.0
+    return lax.scan(lambda c, r: (c + r, None), t, t)[0]
+
+
+def init_read_in_cond(x):
+    t = jnp.sin(x)
+    return lax.while_loop(lambda c: c.sum() < t.sum() + 3.0, lambda c: c + 1.0, t)
+
+
+def one_value_two_results(x, p):
+    k, l = lax.cond(p, lambda x: (jnp.tanh(x),) * 2, lambda x: (jnp.sin(x), jnp.cos(x)), x)
+    return (k * 2.0).sum(), l
+
+
+def phi_source_updated_in_place(x, p):
+    y = jnp.sin(x)
+    r = lax.cond(p, lambda: y, lambda: jnp.cos(x))
+    z = y * 2.0
+    return (z + r).sum()
+
+
+def zero_round_result_is_init(x, n):
+    t = jnp.sin(x)
+    r = lax.fori_loop(0, n, lambda i, c: c * 2.0, t)
+    z = t + 1.0
+    return (z * r).sum()
+
+
+def ring_yielded_by_branch(x, p):
+    return lax.cond(p, lambda x: lax.fori_loop(0, 2, lambda i, c: c[::-1] + c[0], x * 1.0), lambda x: x, x).sum()
+
+
+def body_yields_outer_value(x, n):
+    t = jnp.sin(x)
+    o = jnp.cos(x)
+    r = lax.fori_loop(0, n, lambda i, c: o, t)
+    return (r + jnp.tanh(x) * 3.0).sum()
+
+
+def ring_after_a_one_slot_ring(x):
+    a = lax.fori_loop(0, 2, lambda i, c: c * 2.0, x * 1.0)
+    return lax.fori_loop(0, 3, lambda i, c: c[::-1] + c[0], a).sum()
+
+
+def clamped_dynamic_slice(x):
+    t = x.astype(jnp.uint8) + jnp.uint8(1)
+    return lax.fori_loop(0, 4, lambda k, c: c + lax.dynamic_slice(t, (k + 1,), (3,)).astype(jnp.int32).sum(), 0)
+
+
+def nested_ring_in_branch(x, p):
+    """A rotation (copied into rings) inside a branch whose result also yields the rotation's init."""
+
+    def branch(v):
+        i = v + 1
+        j = i + 1
+        _, a, _, _ = lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[3], s[1], s[2]), (0, v, i, j))
+        return a, j
+
+    return lax.cond(p, branch, lambda v: (v, v), x)
+
+
+REGRESSIONS = [
+    (chained_phis, (X4,)),
+    (init_read_in_body, (X4,)),
+    (init_is_xs, (X16,)),
+    (init_read_in_cond, (X16,)),
+    (one_value_two_results, (X4, True)),
+    (one_value_two_results, (X4, False)),
+    (phi_source_updated_in_place, (X4, True)),
+    (zero_round_result_is_init, (X4, 0)),
+    (zero_round_result_is_init, (X4, 3)),
+    (ring_yielded_by_branch, (X16, True)),
+    (body_yields_outer_value, (X4, 0)),
+    (body_yields_outer_value, (X4, 2)),
+    (ring_after_a_one_slot_ring, (X4,)),
+    (clamped_dynamic_slice, (X4,)),
+    (nested_ring_in_branch, (jnp.int32(5), True)),
+]
+
+
+@pytest.mark.parametrize("mode", ["eager", "arena", "checked"])
+@pytest.mark.parametrize("fn, args", REGRESSIONS, ids=[f"{f.__name__}{i}" for i, (f, _) in enumerate(REGRESSIONS)])
+def test_regression_runs_right_in_every_mode(fn, args, mode):
+    planned = check_program(fn, *args, mode=mode)
+    planned(*args)  # a second call runs the fused kernels
+    if mode != "eager":
+        check_planned(next(iter(planned.plan(*args).module.ops)))
+
+
+def _planned_func(fn, *args):
+    plan = jaxalloc.planned(fn).plan(*args)
+    return plan, next(iter(plan.module.ops))
+
+
+def test_the_static_checker_names_the_value_read_the_value_written_and_the_round():
+    plan, func = _planned_func(init_read_in_body, X4)
+    loop = next(op for op in func.walk() if isinstance(op, jx.WhileOp))
+    mul = next(op for op in func.body.block.ops if isinstance(op, jx.PrimOp) and op.primitive.data == "mul")
+    k = list(loop.inits).index(mul.results[0])
+    # the old plan: the ring's one slot is the memory of `t`, which the body reads every round
+    views = list(loop.attributes["mem.views"].data)
+    views[k] = ViewsAttr((), (mul.attributes["mem.slot"],))
+    loop.attributes["mem.views"] = ArrayAttr(views)
+    with pytest.raises(jaxalloc.PlanViolation, match=r"%\w+ \(mul test_trust.py:\d+\) is read by .* round 1 of .* but .* round 0 .* was written over"):
+        check_planned(func)
+
+
+def test_the_static_checker_sees_a_branch_the_run_does_not_take():
+    """The chained-phi program is wrong only when both conds hand back their operand; a corrupted
+    plan of the other branch is caught statically although the run never takes it."""
+    plan, func = _planned_func(phi_source_updated_in_place, X4, True)
+    ops = [op for op in func.walk() if isinstance(op, jx.PrimOp)]
+    cos = next(op for op in ops if op.primitive.data == "cos")
+    sin = next(op for op in ops if op.primitive.data == "sin")
+    cos.attributes["mem.slot"] = sin.attributes["mem.slot"]
+    with pytest.raises(jaxalloc.PlanViolation, match=r"%\w+ \(sin .*\) is read by .* but %\w+ \(cos .*\) was written over"):
+        check_planned(func)
+
+
+def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answer():
+    def two_live_values(x):
+        s = jnp.sin(x)
+        return jnp.sum(s * jnp.cos(x) + s)
+
+    x = jnp.linspace(0.0, 1.0, 64)
+    planned = jaxalloc.planned(two_live_values, mode="checked")
+    expected = planned(x)
+    plan, schedules, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
+    ops = {op.primitive.data: op for op in plan.module.walk() if isinstance(op, jx.PrimOp)}
+    ops["cos"].attributes["mem.slot"] = ops["sin"].attributes["mem.slot"]
+    layouts.clear()
+    with pytest.raises(jaxalloc.PlanViolation, match=r"reads %\w+ \(sin test_trust.py:\d+\) at bytes \[\d+, \d+\), but %\w+ \(cos test_trust.py:\d+\) was written over"):
+        planned(x)
+    np.testing.assert_allclose(expected, jax.jit(two_live_values)(x), rtol=1e-6)
+
+
+def test_the_sanitizer_names_the_round():
+    def loop(x):
+        return lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) + x, x * 1.0)
+
+    x = jnp.linspace(0.0, 1.0, 16)
+    planned = jaxalloc.planned(loop, mode="checked")
+    planned(x)
+    plan, _, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
+    loop_op = next(op for op in plan.module.walk() if isinstance(op, jx.WhileOp))
+    sin = next(op for op in loop_op.body.block.ops if isinstance(op, jx.PrimOp) and op.primitive.data == "sin")
+    views = loop_op.attributes["mem.views"].data
+    carried = next(v for v in views if v.slots.data and v.slots.data[0].size.data == 64)
+    sin.attributes["mem.slot"] = carried.slots.data[-1]  # sin writes over the ring slot read next
+    layouts.clear()
+    with pytest.raises(jaxalloc.PlanViolation, match=r"round \d of"):
+        planned(x)
+
+
+def test_effects_plan_and_run_in_order(capfd):
+    def effects(x):
+        jax.debug.print("first {}", x.sum(), ordered=True)
+        y = x * 2.0
+        jax.debug.callback(lambda v: print(f"second {v}"), y.sum(), ordered=True)
+        z = lax.fori_loop(0, 2, lambda i, c: c + 1.0, y)
+        jax.debug.print("third {}", z.sum(), ordered=True)
+        return z
+
+    x = jnp.arange(4.0)
+    jax.jit(effects)(x)
+    jax.effects_barrier()
+    expected = capfd.readouterr().out
+    assert expected.splitlines() == ["first 6.0", "second 12.0", "third 20.0"]
+    for mode in ("eager", "arena", "checked"):
+        planned = check_program(effects, x, mode=mode)
+        jax.effects_barrier()
+        assert capfd.readouterr().out == expected * 2, mode  # check_program runs jit once more
+        assert planned.last_run.copied_bytes == 0
+    plan = jaxalloc.planned(effects).plan(x)
+    plan.check()
+    assert "debug_callback" in str(plan.module)
+
+
+def test_a_plan_that_leaves_a_slot_outside_the_arena_is_refused():
+    plan, func = _planned_func(lambda x: jnp.sin(x) * 2.0, X16)
+    sin = next(op for op in func.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "sin")
+    sin.attributes["mem.slot"] = SlotAttr(plan.arena_bytes, 64)
+    with pytest.raises(jaxalloc.PlanViolation, match=r"needs 64 bytes but its slot is"):
+        check_planned(func)
