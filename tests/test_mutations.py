@@ -1,0 +1,51 @@
+"""Corrupted plans (tests/mutations.py) on corpus and random programs: every corruption that changes a
+result is caught by the static plan checker and by the sanitizer."""
+
+from __future__ import annotations
+
+import random
+
+import jax
+import pytest
+from corpus_programs import PROGRAMS
+from mutations import KINDS, run_plan, try_mutation
+from random_programs import random_program
+
+import jaxalloc
+
+CORPUS = [(p.name, p.fn, p.make_args) for p in PROGRAMS if p.name in {
+    "mlp_train_step", "scan_rnn", "newton_sqrt", "switch", "nested_while_cond_scan", "nested_scan_while_switch",
+    "grad_through_cond", "fori_loop_dynamic", "elementwise_chain",
+}]
+
+
+def _programs():
+    yield from ((name, fn, make_args()) for name, fn, make_args in CORPUS)
+    for seed in range(0, 24):
+        fn, args = random_program(seed)
+        yield f"seed{seed}", fn, args
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_corruption_that_changes_a_result_is_caught_by_both_checkers(kind):
+    rng = random.Random(KINDS.index(kind))
+    tried = changed = static = sanitizer = 0
+    for name, fn, args in _programs():
+        planned = jaxalloc.planned(fn)
+        traced = planned._traced(args, {})
+        plan = planned.plan(*args)
+        flat = jax.tree_util.tree_leaves(args)
+        valid = run_plan(plan.module, traced.converted.table, flat)
+        for _ in range(4 if kind == "drop keep-alive" else 2):
+            outcome = try_mutation(plan, traced.converted.table, flat, valid, kind, rng)
+            if outcome is None:
+                continue
+            tried += 1
+            static += outcome.static
+            sanitizer += outcome.sanitizer
+            if outcome.changed:
+                changed += 1
+                assert outcome.static, f"{name}: {outcome.what} changed the result; the static checker missed it"
+                assert outcome.sanitizer, f"{name}: {outcome.what} changed the result; the sanitizer missed it"
+    print(f"{kind}: {tried} corruptions, {changed} changed a result, static checker caught {static}, sanitizer {sanitizer}")
+    assert tried >= 10
