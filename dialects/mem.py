@@ -6,8 +6,10 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   of a loop-carried value. Round `i` of the loop reads the loop's init operand `initial[i]`
   in place while `i < len(initial)` (NNC's Type II view: nothing is copied in), and
   `slots[(i - len(initial)) % len(slots)]` after that; the repeat length is `len(slots)`.
-  A position the body yields unchanged has no slots: every round reads its init operand. A
-  position with neither lives outside the arena (in the function's output buffer).
+  A position without slots reads its init operands in place in turn, round after round
+  (`initial[i % len(initial)]`): one, for a position the body yields unchanged; a cycle of
+  them, for carries that the body only rotates. A position with neither lives outside the
+  arena (in the function's output buffer).
 - `#mem.arena<bytes = 65536>`: the arena size of a planned function.
 """
 
@@ -77,8 +79,10 @@ class ViewsAttr(ParametrizedAttribute):
         """What round `round_` reads: an init operand's index, a slot, or None (outside the arena)."""
         if not self.initial.data and not self.slots.data:
             return None
-        if round_ < len(self.initial) or not self.slots.data:
-            return self.initial.data[min(round_, len(self.initial) - 1)].data
+        if not self.slots.data:
+            return self.initial.data[round_ % len(self.initial)].data
+        if round_ < len(self.initial):
+            return self.initial.data[round_].data
         return self.slots.data[(round_ - len(self.initial)) % self.repeat]
 
     def verify(self) -> None:

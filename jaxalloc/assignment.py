@@ -16,8 +16,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   after it died), else one more. So R = 1 for scan's stacked `ys`, 2 for `x = f(x)`, k for a
   k-long rotation. Where the init operand of a lone position dies at the loop it becomes the
   ring's first slot. A position yielded unchanged, or handed its own init operand, keeps that
-  operand. Only a yield of another value from outside the body (or one yielded twice) is copied
-  into a ring (`Carry.copied`).
+  operand. Positions that only pass values round a cycle (a swap, a rotation with nothing
+  computed) read the cycle's init operands in place, in turn. Only a yield of another value from
+  outside the body (or one yielded twice) is copied into a ring (`Carry.copied`).
 
 The result is a set of rows on the flattened schedule (one per buffer, one per ring slot)
 with absolute offsets: any two rows overlapping in time must be disjoint in address, which
@@ -133,6 +134,7 @@ class _BlockPlanner:
         self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
         self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a result may be a view of it
         self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: never overwritten
+        self.views_only: set[SSAValue] = set()  # loop results that are always one of several init operands
 
     def external(self, value: SSAValue) -> bool:
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
@@ -240,6 +242,7 @@ class _BlockPlanner:
         computed = {v: results[k] for k, v in reversed(list(enumerate(yields)))
                     if defined_in(v, body) and not isinstance(v, BlockArgument) and not isinstance(v.owner, jx.ConstOp)}
         origins = _carry_origins(args, yields, computed, results)
+        cycles = _rotation_cycles(args, yields)
         # Each computed position c starts a ring; its values reach position p after `delay` rounds.
         longest: dict[int, tuple[int, int]] = {}  # origin -> (delay, position) of its farthest reader
         for p, (c, delay) in origins.items():
@@ -275,6 +278,11 @@ class _BlockPlanner:
             if yields[k] is args[k] or yields[k] is op.inits[k]:  # every round reads the init operand
                 carries.append(Carry(0, (k,), False))
                 self.join(results[k], op.inits[k])
+            elif k in cycles:  # a rotation of carries with nothing computed: each round reads an init in place
+                carries.append(Carry(0, cycles[k], False))
+                self.keep_alive.extend((op.inits[q], results[k]) for q in cycles[k])
+                self.no_fold.add(results[k])
+                self.views_only.add(results[k])
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
@@ -322,6 +330,8 @@ class _BlockPlanner:
             placed = [v for v in values if v in self.dictated]
             if placed and (ring is None or ring[1] == 1):  # a ring of several slots cannot fit the parent's one
                 self.plan.placed_in.update((v, self.dictated[placed[0]]) for v in values)
+                continue
+            if all(v in self.views_only for v in values):
                 continue
             slot, repeat = ring if ring is not None else (max(byte_size(v.type) for v in values), 1)
             slot = _pad(slot, self.options.alignment)
@@ -421,6 +431,21 @@ def _carry_origins(args, yields, computed, results) -> dict[int, tuple[int, int]
             if y in computed and computed[y] is results[source] and yields[k] is not args[k]:
                 origins[k] = (source, delay)
     return origins
+
+
+def _rotation_cycles(args, yields) -> dict[int, tuple[int, ...]]:
+    """For each carried position on a cycle of positions that pass their values on unchanged (a swap
+    `(a, b) -> (b, a)`, a rotation), the init operands it reads in rounds 0, 1, ...: its own, then
+    the next position's, around the cycle."""
+    position = {a: j for j, a in enumerate(args)}
+    cycles = {}
+    for k in range(len(args)):
+        chain = [k]
+        while yields[chain[-1]] in position and position[yields[chain[-1]]] not in chain:
+            chain.append(position[yields[chain[-1]]])
+        if len(chain) > 1 and yields[chain[-1]] is args[k]:
+            cycles[k] = tuple(chain)
+    return cycles
 
 
 def _chain(k: int, delay: int, args, yields) -> tuple[int, ...]:

@@ -221,3 +221,19 @@ def test_a_plan_that_leaves_a_slot_outside_the_arena_is_refused():
     sin.attributes["mem.slot"] = SlotAttr(plan.arena_bytes, 64)
     with pytest.raises(jaxalloc.PlanViolation, match=r"needs 64 bytes but its slot is"):
         check_planned(func)
+
+
+@pytest.mark.parametrize("rounds", [0, 1, 2, 3, 4])
+def test_swaps_and_rotations_of_carries_copy_nothing(rounds):
+    def swap(x, n):
+        return lax.fori_loop(0, n, lambda i, c: (c[1], c[0]), (jnp.sin(x), jnp.cos(x)))
+
+    def rotate(x, n):
+        r = lax.fori_loop(0, n, lambda i, c: (c[1], c[2], c[0]), (jnp.sin(x), jnp.cos(x), jnp.tanh(x)))
+        return r[0] * 2.0 + r[1], r[2]
+
+    for fn in (swap, rotate):
+        for mode in ("arena", "checked"):
+            planned = check_program(fn, X16, rounds, mode=mode)
+            assert planned.last_run.copied_bytes == 0
+        assert check_planned(next(iter(jaxalloc.planned(fn).plan(X16, rounds).module.ops))).copies == ()
