@@ -83,6 +83,9 @@ class BlockPlan:
     """The buffer representative of every value of the block."""
     lifetimes: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
     """The half-open lifetime of every value of the block on its schedule."""
+    kept_until: dict[SSAValue, int] = field(default_factory=dict)
+    """For buffer representatives that later values may view (phis, zero-round loop results): the
+    end of the last such view."""
 
 
 class _Merge:
@@ -321,7 +324,7 @@ class _BlockPlanner:
             self.plan.roots[value] = root
             self.plan.lifetimes[value] = (start, end)
             groups.setdefault(root, []).append(value)
-        until = {root: self.kept_until(root) for root in {self.merge.find(v) for v, _ in self.keep_alive}}
+        until = self.plan.kept_until = {root: self.kept_until(root) for root in {self.merge.find(v) for v, _ in self.keep_alive}}
         keys, sizes, starts, ends, repeats = [], [], [], [], []
         for root, values in groups.items():
             if self.external(root):
@@ -402,7 +405,7 @@ def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
 def _dies_before(plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
     """Whether carried value `x` is dead before the buffer of the next round's value is born."""
     x_root = plan.roots.get(x, x)
-    x_end = max(plan.lifetimes[v][1] for v, r in plan.roots.items() if r is x_root)
+    x_end = max(plan.kept_until.get(x_root, 0), *(plan.lifetimes[v][1] for v, r in plan.roots.items() if r is x_root))
     y_start = min(plan.lifetimes[v][0] for v, r in plan.roots.items() if r is root_y)
     return x_end <= y_start
 

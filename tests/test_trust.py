@@ -237,3 +237,32 @@ def test_swaps_and_rotations_of_carries_copy_nothing(rounds):
             planned = check_program(fn, X16, rounds, mode=mode)
             assert planned.last_run.copied_bytes == 0
         assert check_planned(next(iter(jaxalloc.planned(fn).plan(X16, rounds).module.ops))).copies == ()
+
+
+def test_a_carry_viewed_by_an_inner_loop_result_keeps_its_slot_until_that_result_is_read():
+    """The scan's carry `c6` may be the inner loop's result `v25` (zero rounds): the next carry must
+    not be computed into `c6`'s one-slot ring before `v25` is read (random program 1004)."""
+
+    def fn(a1):
+        v3 = jnp.exp(jnp.tanh(a1))
+
+        def body(carry, x):
+            (c6,) = carry
+            v7 = c6 - v3
+
+            def loop(state):
+                i, c9, c10, c11, c12 = state
+                return (i + 1, c11, c9, c10, jnp.clip(c9, -2.7, 2.7))
+
+            _, v22, v23, v24, v25 = lax.while_loop(lambda s: s[0] < 0, loop, (0, v7, a1, v3, c6))
+            v26 = a1 - v22
+            v28 = jnp.where(v3 > jnp.maximum(v25, v24), v3, jnp.maximum(v25, v24))
+            return (jnp.clip(v26, -2.7, 2.7) + 0.0 * v28,), None
+
+        (v31,), _ = lax.scan(body, (v3,), None, length=3)
+        return v3 - v31
+
+    x = jnp.linspace(-1.0, 1.0, 9).reshape(3, 3)
+    for mode in ("arena", "checked"):
+        check_program(fn, x, mode=mode)
+    jaxalloc.planned(fn).plan(x).check()
