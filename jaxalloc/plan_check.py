@@ -84,12 +84,28 @@ class _Located:
     instances: frozenset[tuple[_Instance, Guard]] = frozenset()
 
     def __or__(self, other: _Located) -> _Located:
-        return _Located(self.tokens | other.tokens, self.instances | other.instances)
+        return _Located(self.tokens | other.tokens, _per_instance(self.instances | other.instances))
 
     def on(self, guard: Guard) -> _Located:
         """This value as reached on the paths of `guard` only."""
         reached = ((i, _both(g, guard)) for i, g in self.instances)
         return _Located(self.tokens, frozenset((i, g) for i, g in reached if g is not None))
+
+
+def _either(a: Guard, b: Guard) -> Guard:
+    """A condition that holds where `a` or `b` does (and maybe on more paths): per region both
+    constrain, the paths either allows."""
+    other = dict(b)
+    return tuple((region, paths | other[region]) for region, paths in a if region in other)
+
+
+def _per_instance(refs) -> frozenset:
+    """One guard per instance: the paths on which a value may be an instance, joined (widening the
+    paths only makes the check stricter, and keeps values from collecting a ref per path)."""
+    joined: dict[_Instance, Guard] = {}
+    for instance, guard in refs:
+        joined[instance] = _either(joined[instance], guard) if instance in joined else guard
+    return frozenset(joined.items())
 
 
 _GRANULE = 256
