@@ -9,7 +9,23 @@ pool (right kind, compatible shapes) and adds the results to the pool. Bodies of
 `fori_loop`, `while_loop`, `cond`, `switch`, `jax.vmap`, `jax.grad` and inlined calls
 (`jax.jit`, `jax.checkpoint`) are generated recursively with their own pool: their
 parameters plus a few values of the enclosing pool, which they close over. Control flow
-nests two or three deep.
+nests two or three deep, and now and then four deep (`cf_deep`: loop in case in loop in case...).
+
+Besides random ops, the generator makes the program shapes that found planner bugs:
+
+- chains of conds in which one branch hands back its operand unchanged, and case results that
+  then feed loops as init carries (`cf_cond_chain`);
+- loop carries that are a pure swap `(a, b) -> (b, a)` or rotation `(a, b, c) -> (b, c, a)`, with
+  and without one computed position (`cf_rotate`); bodies that yield a closed-over value, the same
+  value at two positions, or a constant; an init also read inside the body; a scan whose init
+  carry is also its xs (see `_Scope.carry_plan`);
+- zero-trip loops: `fori_loop(0, n)` with n == 0 computed from data, while loops whose condition
+  is false at the start;
+- values read again after the loop or case they fed (`_Scope.read_after`);
+- dynamic_slice / dynamic_update_slice with start indices out of range, computed from data in
+  loop bodies, which JAX clamps (`op_clamped_index`);
+- effects: `jax.debug.callback(log.at(k), ...)`, ordered or not, appends what it receives to the
+  program's `CallbackLog` (`Program.log`), so a planned run's log can be compared with jit's.
 
 The program is emitted as Python source and built with `exec`, so the listing is exactly
 what runs. Every assignment is followed by a check of the value's shape and dtype at trace
@@ -82,6 +98,25 @@ def _check(value, expected: str) -> None:
 _NAMESPACE = {"jax": jax, "jnp": jnp, "lax": lax, "np": np, "_check": _check}
 
 
+class CallbackLog:
+    """What a program's `jax.debug.callback`s received. `log.at(tag)` is the callback of the call
+    site `tag`: it appends `(tag, [values as numpy arrays])` to `entries` in the order it runs.
+    `ordered[tag]` says whether that call site passed `ordered=True`."""
+
+    def __init__(self):
+        self.entries: list[tuple[int, list[np.ndarray]]] = []
+        self.ordered: dict[int, bool] = {}
+
+    def at(self, tag: int) -> Callable:
+        def record(*values):
+            self.entries.append((tag, [np.array(v) for v in values]))
+
+        return record
+
+    def clear(self) -> None:
+        self.entries.clear()
+
+
 @dataclass(frozen=True)
 class Val:
     """A value of the pool: its name in the source, type, magnitude bound and exactness."""
@@ -118,6 +153,8 @@ class Program:
     listing: str
     features: frozenset[str]
     """Constructs the generator put in the program, e.g. 'scan', 'while', 'switch', 'depth2'."""
+    log: CallbackLog = field(default_factory=CallbackLog)
+    """The log the program's debug callbacks append to (`log.ordered` is empty if it has none)."""
 
     def __iter__(self):
         return iter((self.fn, self.args))
@@ -140,6 +177,22 @@ class _Line:
     indent: int
     code: str
     checks: list[Val] = field(default_factory=list)
+
+
+@dataclass
+class _Carries:
+    """How a loop body yields its carries."""
+
+    params: list[Val]
+    """The body's carry parameters."""
+    actions: list[tuple]
+    """Per position: `("fit",)` a value of the body fitted to the carry; `("param", j)` the body's
+    parameter j as it came in (swaps, rotations); `("outside", v)` the value v of the enclosing
+    block, closed over; `("same", j)` what position j yields; `("const",)` a constant."""
+    captures: list[Val]
+    """Values of the enclosing block the body must see."""
+    reads: list[int]
+    """Positions whose init the body reads (closed over) beside the carry."""
 
 
 def _tuple(names: Sequence[str]) -> str:
@@ -179,6 +232,9 @@ class _Generator:
         self.budget = self.rng.randint(4, 16)
         self.max_depth = self.rng.choice([2, 3])
         self.features: set[str] = set()
+        self.log = CallbackLog()
+        self.case_results: set[str] = set()
+        """Names of the results of conds and switches, to notice them as loop inits."""
 
     def name(self, prefix: str = "v") -> str:
         self.counter += 1
@@ -235,7 +291,7 @@ class _Generator:
         lines = header + [_Line(1 + ln.indent, ln.code, ln.checks) for ln in body + top.lines]
         lines.append(_Line(1, f"return {ret}"))
         source = _render(lines, checks=True)
-        namespace = dict(_NAMESPACE)
+        namespace = dict(_NAMESPACE, log=self.log)
         exec(compile(source, f"<random_program({self.seed})>", "exec"), namespace)
         listing = f"# random_program({self.seed})\n" + _render(lines, checks=False)
         values = [*params, *top.all_values]
@@ -245,7 +301,7 @@ class _Generator:
             self.features.add("bool")
         if len(outputs) > 1:
             self.features.add("several outputs")
-        return Program(self.seed, namespace[fn_name], tuple(args), listing, frozenset(self.features))
+        return Program(self.seed, namespace[fn_name], tuple(args), listing, frozenset(self.features), self.log)
 
 
 def _render(lines: list[_Line], checks: bool) -> str:
@@ -265,13 +321,29 @@ def _render(lines: list[_Line], checks: bool) -> str:
 class _Scope:
     """One block under construction: its value pool and its lines."""
 
-    def __init__(self, gen: _Generator, pool: list[Val], depth: int, params: Sequence[Val] = (), smooth: bool = False):
+    def __init__(
+        self,
+        gen: _Generator,
+        pool: list[Val],
+        depth: int,
+        params: Sequence[Val] = (),
+        smooth: bool = False,
+        in_loop: bool = False,
+        index: Val | None = None,
+        chain: Sequence[str] = (),
+    ):
         self.gen = gen
         self.params = list(params)
         """The block's parameters (loop carries, branch operands), also in the pool."""
         self.smooth = smooth
         """Differentiated (under jax.grad): float ops are smooth, since at a kink (abs, max, clip,
         sort...) a rounding difference would pick a different derivative; no while loops."""
+        self.in_loop = in_loop
+        """Inside a loop body (at any depth)."""
+        self.index = index
+        """The round counter of the fori/while loop whose body this is."""
+        self.chain = tuple(chain)
+        """Control flow methods to nest one in another before anything else (`cf_deep`)."""
         self.rng = gen.rng
         self.pool = list(pool)
         self.inherited = len(pool)
@@ -353,9 +425,15 @@ class _Scope:
             (self.op_axis, 4),
             (self.op_constant, 3),
             (self.op_random, 0.7),
+            (self.op_clamped_index, 4 if self.in_loop else 0.4),
+            (self.op_effect, 0 if self.smooth else 1.5),
         ]
+        if self.depth == 0 and self.gen.budget >= 4:
+            ops.append((self.cf_deep, 3))
         if self.depth < self.gen.max_depth and self.gen.budget >= 3:
             ops += [
+                (self.cf_cond_chain, 2),
+                (self.cf_rotate, 3.5),
                 (self.cf_scan, 5),
                 (self.cf_fori, 2),
                 (self.cf_while, 0 if self.smooth else 4),
@@ -372,6 +450,11 @@ class _Scope:
         self.op_constant()
 
     def fill(self, n: int) -> None:
+        if self.chain:
+            head, self.chain = self.chain[0], self.chain[1:]
+            getattr(self, head)()  # its body or first branch nests the rest of the chain
+            self.chain = ()
+            n = min(n, 1)
         for _ in range(n):
             if self.gen.budget <= 0:
                 return
@@ -801,6 +884,65 @@ class _Scope:
         self.out(x.kind, expr, x.shape, max(x.bound, u.bound), x.exact and u.exact)
         return True
 
+    def op_clamped_index(self) -> bool:
+        """dynamic_slice, then now and then dynamic_update_slice, at a start index out of range,
+        which JAX clamps: computed from the loop's round counter in loop bodies, else from an int
+        scalar, e.g. `i + 4` on an axis of 4 or `-|i| - 1`."""
+        x = self.pick(lambda v: v.rank >= 1)
+        if self.index is not None and self.rng.random() < 0.7:
+            i = self.index
+        else:
+            i = self.pick(lambda v: v.kind == "i" and v.rank == 0)
+        if x is None or i is None:
+            return False
+        a = self.rng.randrange(x.rank)
+        n = x.shape[a]
+        starts = [
+            (f"{i.name} + {n}", i.bound + n),  # past the end unless i < 0
+            (f"jnp.abs({i.name}) + {n}", i.bound + n),  # past the end
+            (f"{i.name} * {n + 1} + 1", i.bound * (n + 1) + 1),
+            (f"-jnp.abs({i.name}) - 1", i.bound + 1),  # before the start
+            (f"{n - 1} - 2 * {i.name}", 2 * i.bound + n),
+        ]
+        s = self.clamped_start(starts)
+        size = self.rng.randint(1, n)
+        shape = x.shape[:a] + (size,) + x.shape[a + 1 :]
+        w = self.out(x.kind, f"lax.dynamic_slice_in_dim({x.name}, {s.name}, {size}, axis={a})", shape, x.bound, x.exact)
+        if self.rng.random() < 0.5:
+            text, bound, exact = self.small_change(w)
+            t = self.clamped_start(starts) if self.rng.random() < 0.5 else s
+            if self.rng.random() < 0.5:
+                expr = f"lax.dynamic_update_slice_in_dim({x.name}, {text.format(w.name)}, {t.name}, axis={a})"
+            else:
+                index = ", ".join(t.name if k == a else "0" for k in range(x.rank))
+                expr = f"lax.dynamic_update_slice({x.name}, {text.format(w.name)}, ({index},))"
+            self.out(x.kind, expr, x.shape, max(x.bound, bound), x.exact and exact)
+        self.gen.features.add("clamped dynamic index")
+        if self.in_loop:
+            self.gen.features.add("clamped index in loop")
+        return True
+
+    def clamped_start(self, starts: list[tuple[str, float]]) -> Val:
+        expr, bound = self.rng.choice(starts)
+        return self.out_i(expr, (), bound)
+
+    def op_effect(self) -> bool:
+        """`jax.debug.callback` of one or two values, now and then ordered: the callback appends what
+        it receives to the program's log (`CallbackLog`)."""
+        vals = self.pick_distinct(self.rng.choice([1, 1, 2]))
+        if not vals:
+            return False
+        tag = len(self.gen.log.ordered)
+        ordered = self.rng.random() < 0.5
+        self.gen.log.ordered[tag] = ordered
+        flag = ", ordered=True" if ordered else ""
+        self.lines.append(_Line(0, f"jax.debug.callback(log.at({tag}), {', '.join(v.name for v in vals)}{flag})"))
+        self.gen.budget -= 1
+        self.gen.features.add("effect")
+        if ordered:
+            self.gen.features.add("ordered effect")
+        return True
+
     def op_gather_scatter(self) -> bool:
         x = self.pick(lambda v: v.rank >= 1)
         if x is None:
@@ -913,14 +1055,18 @@ class _Scope:
 
     # -- control flow --------------------------------------------------------------------------
 
-    def child(self, params: list[Val]) -> _Scope:
-        """A nested block seeing `params` and a few values of this pool (closed over)."""
+    def child(self, params: list[Val], captures: Sequence[Val] = (), index: Val | None = None) -> _Scope:
+        """A loop body seeing `params`, `captures` and a few more values of this pool (closed over)."""
         cands = [v for v in self.pool if v.size > 0]
         captured = self.rng.sample(cands, min(len(cands), self.rng.randint(0, 3)))
         exact_ints = [v for v in cands if v.kind in "ib" and v not in captured]
         if exact_ints and not any(v.kind in "ib" for v in captured + params) and self.rng.random() < 0.7:
             captured.append(self.rng.choice(exact_ints))
-        return _Scope(self.gen, captured + params, self.depth + 1, params, self.smooth)
+        captured += [v for v in captures if v not in captured]
+        return _Scope(
+            self.gen, captured + params, self.depth + 1, params, self.smooth,
+            in_loop=True, index=index, chain=self.chain,
+        )
 
     def body_ops(self) -> int:
         return self.rng.randint(1, 5 if self.depth == 0 else 3)
@@ -952,9 +1098,11 @@ class _Scope:
             v = self.emit(f"jnp.clip({v.name}, {lo}, {hi})", [(v.shape, v.kind, target.bound, v.exact)], count=0)[0]
         return v
 
-    def carried(self, inits: Sequence[Val]) -> list[Val]:
-        """Loop parameters for `inits`: floats become inexact (their rounds are not exact)."""
-        return [Val(self.gen.name("c"), v.shape, v.kind, v.bound, v.kind != "f") for v in inits]
+    def carried(self, inits: Sequence[Val], bounds: Sequence[float] | None = None) -> list[Val]:
+        """Loop parameters for `inits` (bounds: theirs unless given): floats become inexact (their
+        rounds are not exact)."""
+        bounds = [v.bound for v in inits] if bounds is None else bounds
+        return [Val(self.gen.name("c"), v.shape, v.kind, b, v.kind != "f") for v, b in zip(inits, bounds)]
 
     def pick_distinct(self, n: int, pred=lambda v: True) -> list[Val]:
         chosen: list[Val] = []
@@ -972,13 +1120,164 @@ class _Scope:
             self.gen.features.add("duplicate operand")
         return inits
 
-    def cf_scan(self) -> bool:
+    # -- what a loop body yields ----------------------------------------------------------------
+
+    def carry_plan(self, carries: list[Val], actions: list[tuple] | None = None) -> _Carries:
+        """How a loop body yields `carries` (see `_Carries`): given `actions`, or mostly a fitted
+        value of the body at every position and now and then a closed-over value, the same value
+        at two positions or a constant at one, or an init also read inside the body. Positions
+        that pass values to each other share one bound, the largest."""
+        n = len(carries)
+        types = [(v.shape, v.kind) for v in carries]
+        captures: list[Val] = []
+        reads: list[int] = []
+        if any(v.name in self.gen.case_results for v in carries):
+            self.gen.features.add("case result as loop init")
+        if actions is None:
+            actions = [("fit",)] * n
+            r = self.rng.random()
+            k = self.rng.randrange(n) if n else 0
+            pairs = [(j, m) for m in range(n) for j in range(m) if types[j] == types[m]]
+            if not n:
+                pass
+            elif r < 0.09:
+                # a value of the enclosing block (the init itself now and then), closed over
+                outside = [v for v in self.pool if v.size > 0 and (v.shape, v.kind) == types[k]]
+                if outside:
+                    actions[k] = ("outside", self.rng.choice(outside))
+                    self.gen.features.add("yield closed-over value")
+            elif r < 0.15 and pairs:
+                j, k = self.rng.choice(pairs)
+                actions[k] = ("same", j)
+                self.gen.features.add("yield same value twice")
+            elif r < 0.21:
+                actions[k] = ("const",)
+                self.gen.features.add("yield constant")
+            elif r < 0.3 and carries[k].size > 0:
+                reads.append(k)
+                captures.append(carries[k])
+                self.gen.features.add("init read in body")
+        bounds = [v.bound for v in carries]
+        group = list(range(n))  # positions passing values to each other, by union-find
+
+        def root(k: int) -> int:
+            while group[k] != k:
+                k = group[k]
+            return k
+
+        for k, action in enumerate(actions):
+            if action[0] in ("param", "same"):
+                group[root(k)] = root(action[1])
+            elif action[0] == "outside":
+                bounds[k] = max(bounds[k], action[1].bound)
+                captures.append(action[1])
+        top: dict[int, float] = {}
+        for k in range(n):
+            top[root(k)] = max(top.get(root(k), 0), bounds[k])
+        bounds = [top[root(k)] for k in range(n)]
+        return _Carries(self.carried(carries, bounds), list(actions), captures, reads)
+
+    def read_inits(self, carries: Sequence[Val], plan: _Carries) -> None:
+        """In a loop body: an op reading an init of the loop (closed over) beside its carry."""
+        for k in plan.reads:
+            init, c = carries[k], plan.params[k]
+            if init.kind == "f":
+                self.out_f(f"{c.name} - {init.name}", init.shape, c.bound + init.bound)
+            elif init.kind == "i":
+                self.out_i(f"{c.name} + {init.name}", init.shape, c.bound + init.bound)
+            else:
+                self.out("b", f"{c.name} ^ {init.name}", init.shape)
+
+    def yields(self, plan: _Carries) -> list[Val]:
+        """What this loop body yields for the carries of `plan`."""
+        out: list[Val] = []
+        for c, action in zip(plan.params, plan.actions):
+            if action[0] == "param":
+                v = plan.params[action[1]]
+            elif action[0] == "outside":
+                v = action[1]
+            elif action[0] == "same":
+                v = out[action[1]]
+            elif action[0] == "const":
+                v = self.constant_like(c)
+            else:
+                v = self.fit(c)
+            out.append(v)
+        return out
+
+    def constant_like(self, c: Val) -> Val:
+        """A constant of `c`'s type within its bound: a literal, a `jnp.full` or a closed-over array."""
+        shape = c.shape
+        if c.kind == "b":
+            text = f"jnp.{self.rng.choice(['ones', 'zeros'])}({shape}, jnp.bool_)"
+            return self.emit(text, [(shape, "b", 1, True)], count=0)[0]
+        dtype = "jnp.float32" if c.kind == "f" else "jnp.int32"
+        top = 0.5 if c.kind == "f" else 2
+        value = top if c.bound >= top else 0 * top
+        if not shape:
+            text = f"{dtype}({value!r})"
+        elif self.rng.random() < 0.5:
+            text = f"jnp.full({shape}, {value!r}, {dtype})"
+        else:
+            data = self.gen.data.integers(-2, 3, size=shape) * (value != 0)
+            array = (data / 4).astype(np.float32) if c.kind == "f" else data.astype(np.int32)
+            text = f"jnp.asarray({_literal(array)})"
+        return self.emit(text, [(shape, c.kind, value, True)], count=0)[0]
+
+    def read_after(self, operands: Sequence[Val], results: Sequence[Val]) -> None:
+        """Now and then read an operand of the loop or case just made again, so it outlives it."""
+        fed = [v for v in dict.fromkeys(operands) if v.size > 0]
+        if not fed or self.rng.random() >= 0.3:
+            return
+        v = self.rng.choice(fed)
+        other = next((r for r in results if (r.shape, r.kind) == (v.shape, v.kind)), None)
+        if v.kind == "f":
+            if other is not None:
+                self.out_f(f"{v.name} - {other.name}", v.shape, v.bound + other.bound)
+            else:
+                self.out_f(f"{v.name} * 0.5", v.shape, v.bound * 0.5, v.exact)
+        elif v.kind == "i":
+            if other is not None:
+                self.out_i(f"{v.name} - {other.name}", v.shape, v.bound + other.bound)
+            else:
+                self.out_i(f"{v.name} + 2", v.shape, v.bound + 2)
+        else:
+            self.out("b", f"{v.name} ^ {other.name}" if other is not None else f"~{v.name}", v.shape)
+        self.gen.features.add("operand read after")
+
+    def zero_from_data(self) -> Val | None:
+        """An int32 scalar that is 0, computed from a value of the pool (for zero-trip loops)."""
+        src = self.pick(lambda v: v.kind in "ib" or v.exact)
+        if src is None:
+            return None
+        if src.kind == "b":
+            expr = f"jnp.sum({src.name} & ~{src.name})"
+        elif src.kind == "i":
+            expr = self.rng.choice([f"jnp.max(jnp.abs({src.name})) * 0", f"jnp.sum({src.name} > {int(src.bound)})"])
+        else:  # exact: never above its bound
+            expr = f"jnp.sum(jnp.abs({src.name}) > {_float(src.bound)})"
+        return self.out_i(expr, (), 0)
+
+    # -- loops ---------------------------------------------------------------------------------
+
+    def cf_scan(self, inits: list[Val] | None = None, actions: list[tuple] | None = None) -> bool:
         n = self.gen.name("body")
-        carries = self.loop_inits(self.rng.choice([0, 1, 1, 2, 2, 3]))
         max_len = 4 if self.depth == 0 else 3
         xs: list[Val] = []
+        length = None
+        if inits is not None:
+            carries = inits
+        elif self.rng.random() < 0.15 and (x := self.pick(lambda v: v.rank >= 1 and v.shape[0] <= max_len)) is not None:
+            # the init carry is also the scanned-over xs
+            carries = [x, *self.pick_distinct(self.rng.randint(0, 1), lambda v: v != x)]
+            xs, length = [x], x.shape[0]
+            self.gen.features.add("scan init is xs")
+        else:
+            carries = self.loop_inits(self.rng.choice([0, 1, 1, 2, 2, 3]))
         r = self.rng.random()
-        if r < 0.2:
+        if length is not None:
+            pass
+        elif r < 0.2:
             length = 0
             x = self.pick(lambda v: v.rank >= 1)
             if x is not None and self.rng.random() < 0.6:
@@ -997,11 +1296,13 @@ class _Scope:
         else:
             length = self.rng.choice(DIMS[: max_len])
         reverse = self.rng.random() < 0.4
-        cparams = self.carried(carries)
+        plan = self.carry_plan(carries, actions)
+        cparams = plan.params
         xparams = [Val(self.gen.name("x"), v.shape[1:], v.kind, v.bound, v.exact) for v in xs]
-        body = self.child(cparams + xparams)
+        body = self.child(cparams + xparams, plan.captures)
+        body.read_inits(carries, plan)
         body.fill(self.body_ops())
-        new_carries = [body.fit(c) for c in cparams]
+        new_carries = body.yields(plan)
         ys = body.pick_distinct(self.rng.choice([0, 1, 1, 2]) if carries else self.rng.randint(1, 2))
         if not carries and not ys:
             ys = [body.fit(body.pool[-1])]
@@ -1012,7 +1313,7 @@ class _Scope:
             header.append(f"{_tuple([x.name for x in xparams])} = x")
         self.nest(body, header)
         self.lines.append(_Line(1, f"return {_tuple([c.name for c in new_carries])}, {_tuple([y.name for y in ys])}"))
-        outs = [(c.shape, c.kind, c.bound, c.kind != "f") for c in carries]
+        outs = [(c.shape, c.kind, c.bound, c.kind != "f") for c in cparams]
         outs += [((length,) + y.shape, y.kind, y.bound, y.exact) for y in ys]
         names = [self.gen.name() for _ in outs]
         carry_names, y_names = names[: len(carries)], names[len(carries) :]
@@ -1020,10 +1321,11 @@ class _Scope:
         xs_text = _tuple([x.name for x in xs]) if xs else "None"
         options = f", length={length}" + (", reverse=True" if reverse else "")
         call = f"lax.scan({n}, {_tuple([c.name for c in carries])}, {xs_text}{options})"
-        self.assign(lhs, call, names, outs)
+        results = self.assign(lhs, call, names, outs)
         self.gen.features.add("scan")
         if reverse:
             self.gen.features.add("scan reverse")
+        self.read_after(carries + xs, results)
         return True
 
     def assign(self, lhs: str, expr: str, names: Sequence[str], outs: Sequence[tuple]) -> list[Val]:
@@ -1034,63 +1336,134 @@ class _Scope:
         self.gen.budget -= 1
         return vals
 
-    def cf_fori(self) -> bool:
-        carries = self.loop_inits(self.rng.randint(1, 3))
+    def cf_fori(self, inits: list[Val] | None = None, actions: list[tuple] | None = None) -> bool:
+        carries = self.loop_inits(self.rng.randint(1, 3)) if inits is None else inits
         if not carries:
             return False
         n = self.gen.name("body")
         upper = str(self.rng.randint(0, 5 if self.depth == 0 else 3))
         m = self.pick(lambda v: v.kind == "i" and v.rank == 0)
-        if m is not None and self.rng.random() < 0.4 and not self.smooth:
+        lower = self.rng.choice([0, 0, 1])
+        r = self.rng.random()
+        zero = self.zero_from_data() if r < 0.25 and not self.smooth else None
+        if zero is not None:
+            # no rounds, with a trip count known only at run time
+            upper, lower = zero.name, 0
+            self.gen.features.add("zero-trip fori")
+        elif m is not None and r < 0.6 and not self.smooth:
             upper = f"jnp.clip({m.name}, 0, {upper})"
             self.gen.features.add("fori dynamic")
-        lower = self.rng.choice([0, 0, 1])
         i = Val(self.gen.name("i"), (), "i", max(int(upper) if upper.isdigit() else 5, 1))
-        cparams = self.carried(carries)
-        body = self.child([i] + cparams)
+        plan = self.carry_plan(carries, actions)
+        cparams = plan.params
+        body = self.child([i] + cparams, plan.captures, index=i)
+        body.read_inits(carries, plan)
         body.fill(self.body_ops())
-        new_carries = [body.fit(c) for c in cparams]
+        new_carries = body.yields(plan)
         self.nest(body, [f"def {n}({i.name}, carry):", f"{_tuple([c.name for c in cparams])} = carry"])
         self.lines.append(_Line(1, f"return {_tuple([c.name for c in new_carries])}"))
-        outs = [(c.shape, c.kind, c.bound, c.kind != "f") for c in carries]
+        outs = [(c.shape, c.kind, c.bound, c.kind != "f") for c in cparams]
         names = [self.gen.name() for _ in outs]
         call = f"lax.fori_loop({lower}, {upper}, {n}, {_tuple([c.name for c in carries])})"
-        self.assign(_tuple(names), call, names, outs)
+        results = self.assign(_tuple(names), call, names, outs)
         self.gen.features.add("fori")
+        self.read_after(carries, results)
         return True
 
-    def cf_while(self) -> bool:
-        carries = self.loop_inits(self.rng.randint(1, 3))
+    def cf_while(self, inits: list[Val] | None = None, actions: list[tuple] | None = None) -> bool:
+        carries = self.loop_inits(self.rng.randint(1, 3)) if inits is None else inits
         if not carries:
             return False
         n = self.gen.name("loop")
         limit = self.rng.randint(0, 6 if self.depth == 0 else 3)
+        plan = self.carry_plan(carries, actions)
+        cparams = plan.params
         i_cond, i_body = Val(self.gen.name("i"), (), "i", limit), Val(self.gen.name("i"), (), "i", max(limit, 1))
-        cond_params, cparams = self.carried(carries), self.carried(carries)
+        cond_params = [Val(self.gen.name("c"), c.shape, c.kind, c.bound, c.exact) for c in cparams]
         test = f"{i_cond.name} < {limit}"
-        ints = [k for k, c in enumerate(carries) if c.kind in "ib"]
+        ints = [k for k, c in enumerate(carries) if c.kind in "ib" and c.size > 0]
         m = self.pick(lambda v: v.kind == "i" and v.rank == 0)
         r = self.rng.random()
-        if ints and r < 0.4:
+        if r < 0.14:
+            # false at the start: no rounds
+            zero = self.zero_from_data() if self.rng.random() < 0.5 else None
+            if zero is not None:
+                test = f"{i_cond.name} < {zero.name}"
+            elif ints:
+                c = cond_params[self.rng.choice(ints)]
+                if c.kind == "i":
+                    never = f"jnp.max(jnp.abs({c.name})) > {int(c.bound)}"
+                else:
+                    never = f"jnp.any({c.name} & ~{c.name})"
+                test = f"({test}) & ({never})"
+            else:
+                test = f"{i_cond.name} < 0"
+            self.gen.features.add("zero-trip while")
+        elif ints and r < 0.48:
             k = self.rng.choice(ints)
             test = f"({test}) & (lax.rem(jnp.sum({cond_params[k].name}), 5) != 3)"
             self.gen.features.add("while data-dependent")
-        elif m is not None and r < 0.7:
+        elif m is not None and r < 0.77:
             test = f"{i_cond.name} < jnp.clip({m.name}, 0, {limit})"
             self.gen.features.add("while data-dependent")
-        body = self.child([i_body] + cparams)
+        body = self.child([i_body] + cparams, plan.captures, index=i_body)
+        body.read_inits(carries, plan)
         body.fill(self.body_ops())
-        new_carries = [body.fit(c) for c in cparams]
+        new_carries = body.yields(plan)
         state = _tuple([i_cond.name] + [c.name for c in cond_params])
         self.lines += [_Line(0, f"def cond_{n}(state):"), _Line(1, f"{state} = state"), _Line(1, f"return {test}")]
         self.nest(body, [f"def {n}(state):", f"{_tuple([i_body.name] + [c.name for c in cparams])} = state"])
         self.lines.append(_Line(1, f"return {_tuple([i_body.name + ' + 1'] + [c.name for c in new_carries])}"))
-        outs = [(c.shape, c.kind, c.bound, c.kind != "f") for c in carries]
+        outs = [(c.shape, c.kind, c.bound, c.kind != "f") for c in cparams]
         names = [self.gen.name() for _ in outs]
         call = f"lax.while_loop(cond_{n}, {n}, {_tuple(['jnp.int32(0)'] + [c.name for c in carries])})"
-        self.assign(_tuple(["_"] + names), call, names, outs)
+        results = self.assign(_tuple(["_"] + names), call, names, outs)
         self.gen.features.add("while")
+        self.read_after(carries, results)
         return True
+
+    def cf_rotate(self) -> bool:
+        """A loop whose carries swap, `(a, b) -> (b, a)`, or rotate, `(a, b, c) -> (b, c, a)`, now
+        and then with one position computed instead, e.g. `(a, b, c) -> (b, c, f(a))`, and now
+        and then with another carry beside them."""
+        x = self.pick()
+        if x is None:
+            return False
+        count = self.rng.choice([2, 3])
+        group = [x, *self.pick_distinct(count - 1, lambda v: (v.shape, v.kind) == (x.shape, x.kind) and v != x)]
+        while len(group) < count:
+            y = group[-1]
+            expr, bound = {
+                "f": (f"{y.name} * -0.5", y.bound * 0.5), "i": (f"{y.name} + 1", y.bound + 1), "b": (f"~{y.name}", 1)
+            }[x.kind]
+            group.append(self.out(x.kind, expr, x.shape, bound, y.exact))
+        perm = [1, 0] if count == 2 else self.rng.choice([[1, 2, 0], [2, 0, 1]])
+        actions: list[tuple] = [("param", j) for j in perm]
+        r = self.rng.random()
+        if r < 0.35:
+            actions[self.rng.randrange(count)] = ("fit",)
+            self.gen.features.add("carry permutation + computed")
+        elif r < 0.5:
+            # the same value at two positions: (a, b) -> (f, f), (a, b, c) -> (b, f, f)
+            actions[-2:] = [("fit",), ("same", count - 2)]
+            self.gen.features.add("yield same value twice")
+        else:
+            self.gen.features.add("carry swap" if count == 2 else "carry rotation")
+        extra = self.pick_distinct(1 if self.rng.random() < 0.3 else 0, lambda v: v not in group)
+        actions += [("fit",)] * len(extra)
+        loops = [self.cf_fori, self.cf_scan] + ([] if self.smooth else [self.cf_while])
+        return self.rng.choice(loops)(inits=group + extra, actions=actions)
+
+    def cf_deep(self) -> bool:
+        """Control flow nested four deep, a loop and a case in turn: e.g. a while in a cond in a
+        scan in a switch (one branch of each case holds the next level)."""
+        loops, cases = ["cf_fori", "cf_scan", "cf_while"], ["cf_cond", "cf_switch"]
+        loop_first = self.rng.random() < 0.5
+        kinds = [self.rng.choice(loops if (k % 2 == 0) == loop_first else cases) for k in range(4)]
+        self.chain = tuple(kinds[1:])
+        done = getattr(self, kinds[0])()
+        self.chain = ()
+        return done
 
     def branches(
         self, count: int, prefix: str, operands: list[Val] | None = None, batch: int | None = None, lead: str = ""
@@ -1112,7 +1485,8 @@ class _Scope:
         names, chosen = [], []
         for b in range(count):
             params = [Val(self.gen.name("o"), *t) for t in param_types]
-            child = _Scope(self.gen, captured + params, self.depth + 1, params, self.smooth)
+            chain = self.chain if b == 0 else ()
+            child = _Scope(self.gen, captured + params, self.depth + 1, params, self.smooth, self.in_loop, chain=chain)
             if lead:
                 getattr(child, lead)()
             child.fill(self.body_ops() if self.rng.random() < 0.9 else 0)
@@ -1149,8 +1523,55 @@ class _Scope:
             return False
         results = [self.gen.name() for _ in outs]
         args = "".join(f", {v.name}" for v in operands)
-        self.assign(_tuple(results), f"{call(names)}{args})", results, outs)
+        vals = self.assign(_tuple(results), f"{call(names)}{args})", results, outs)
+        self.gen.case_results.update(results)
         self.gen.features.add(feature)
+        self.read_after(operands, vals)
+        return True
+
+    def small_change(self, y: Val) -> tuple[str, float, bool]:
+        """A cheap op keeping `y`'s type and its bound within the limits: a template on `{0}`, the
+        bound and whether it is exact."""
+        b = y.bound
+        if y.kind == "f":
+            table = [("{0} * 0.5", b * 0.5, y.exact), ("-{0}", b, y.exact), ("jnp.tanh({0})", min(b, 1.0), False)]
+            if b + 1.0 <= F_LIMIT:
+                table.append(("{0} + 1.0", b + 1.0, False))
+        elif y.kind == "i":
+            table = [("-{0}", b, True), ("{0} // 2", b, True)]
+            if b + 1 <= I_LIMIT:
+                table.append(("{0} + 1", b + 1, True))
+        else:
+            table = [("~{0}", 1, True)]
+        return self.rng.choice(table)
+
+    def cf_cond_chain(self) -> bool:
+        """Two or three conds (now and then a switch) in a chain, one branch of each handing back
+        its operand unchanged: `v2 = lax.cond(p, lambda v: v + 1.0, lambda v: v, v1)`, then the
+        same on v2. The result often feeds a loop as an init carry."""
+        y = self.pick()
+        p = self.bool_scalar()
+        if y is None or p is None:
+            return False
+        for _ in range(self.rng.randint(2, 3)):
+            text, bound, exact = self.small_change(y)
+            same, change = "lambda v: v", f"lambda v: {text.format('v')}"
+            index = self.int_scalar() if self.rng.random() < 0.2 else None
+            if index is not None:
+                text2, bound2, exact2 = self.small_change(y)
+                fns = self.rng.sample([same, change, f"lambda v: {text2.format('v')}"], 3)
+                expr = f"lax.switch({index.name}, [{', '.join(fns)}], {y.name})"
+                bound, exact = max(bound, bound2), exact and exact2
+            else:
+                pred = self.rng.choice([p.name, p.name, f"~{p.name}"])
+                fns = [change, same] if self.rng.random() < 0.5 else [same, change]
+                expr = f"lax.cond({pred}, {fns[0]}, {fns[1]}, {y.name})"
+            y = self.out(y.kind, expr, y.shape, max(y.bound, bound), y.exact and exact)
+            self.gen.case_results.add(y.name)
+        self.gen.features.add("cond passthrough chain")
+        if self.rng.random() < 0.5:
+            loops = [self.cf_fori, self.cf_scan] + ([] if self.smooth else [self.cf_while])
+            self.rng.choice(loops)(inits=[y, *self.pick_distinct(self.rng.randint(0, 1), lambda v: v != y)])
         return True
 
     def cf_call(self) -> bool:
@@ -1194,7 +1615,7 @@ class _Scope:
         params = [Val(self.gen.name("o"), v.shape, "f", v.bound, v.exact) for v in operands]
         cands = [v for v in self.pool if v.size > 0]
         captured = self.rng.sample(cands, min(len(cands), self.rng.randint(0, 2)))
-        child = _Scope(self.gen, captured + params, self.depth + 1, params, smooth=True)
+        child = _Scope(self.gen, captured + params, self.depth + 1, params, smooth=True, in_loop=self.in_loop)
         child.fill(self.body_ops())
         floats = [v for v in child.new_values() if v.kind == "f"]
         r = self.rng.choice(floats or params)

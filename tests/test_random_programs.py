@@ -2,6 +2,11 @@
 
 `JAXALLOC_RANDOM_PROGRAMS=N` runs N programs instead of the default. A failure names its
 seed and prints the program; `random_programs.random_program(seed)` rebuilds it.
+
+Besides the outputs, an arena run must copy nothing (`last_run.copied_bytes == 0`), and a program
+with `jax.debug.callback`s must hand its callbacks the same values as `jax.jit` does, the ordered
+ones in the same order (`check_random_program`; `benchmarks/soak.py` runs the same check over many
+more seeds).
 """
 
 from __future__ import annotations
@@ -14,8 +19,8 @@ from collections import Counter
 import jax
 import numpy as np
 import pytest
-from differential import check_program
-from random_programs import random_program
+from differential import assert_same, check_program
+from random_programs import Program, random_program
 
 import jaxalloc
 
@@ -26,15 +31,80 @@ _checked_ir: dict[int, str] = {}
 """IR text of each program the differential test has checked, reused by the coverage test."""
 
 
+class CopiedBytes(AssertionError):
+    """An arena run copied bytes: the plan left a value where it is not read next."""
+
+
+class CallbackMismatch(AssertionError):
+    """The planned run handed its debug callbacks other values, or in another order, than jit."""
+
+
+def _same(actual, expected) -> bool:
+    try:
+        assert_same(actual, expected)
+    except AssertionError:
+        return False
+    return True
+
+
+def check_callbacks(program: Program, planned: jaxalloc.Planned) -> None:
+    """Run `program` with jit, then planned: its callbacks must receive the same values. Ordered
+    callbacks must run in the same order; an unordered call site must receive the same values,
+    in any order (jit, and `jax.disable_jit()` too, may run its calls in any order, e.g. one per
+    vmap lane)."""
+    fn, args = program
+    runs = []
+    for run in (jax.jit(fn), planned):
+        program.log.clear()
+        jax.block_until_ready(run(*args))
+        jax.effects_barrier()
+        runs.append(list(program.log.entries))
+    expected, actual = runs
+    ordered = program.log.ordered
+    e_ordered, a_ordered = ([e for e in entries if ordered[e[0]]] for entries in (expected, actual))
+    if [t for t, _ in a_ordered] != [t for t, _ in e_ordered]:
+        raise CallbackMismatch(
+            f"ordered callbacks ran as {[t for t, _ in a_ordered]}, with jit as {[t for t, _ in e_ordered]}"
+        )
+    for k, ((tag, a), (_, e)) in enumerate(zip(a_ordered, e_ordered)):
+        if not _same(a, e):
+            raise CallbackMismatch(f"ordered call {k} (callback {tag}) received {a}, with jit {e}")
+    for tag in sorted(t for t, is_ordered in ordered.items() if not is_ordered):
+        left = [v for t, v in expected if t == tag]
+        calls = [v for t, v in actual if t == tag]
+        if len(calls) != len(left):
+            raise CallbackMismatch(f"callback {tag} ran {len(calls)} times, with jit {len(left)} times")
+        for values in calls:
+            match = next((k for k, e in enumerate(left) if _same(values, e)), None)
+            if match is None:
+                raise CallbackMismatch(f"callback {tag} received {values}, which jit did not pass it: {left}")
+            left.pop(match)
+
+
+def check_random_program(program: Program, mode: str = "checked") -> jaxalloc.Planned:
+    """The differential check of one random program in `mode`, no bytes copied in an arena run,
+    and the same callback calls as jit. Returns the planned function."""
+    fn, args = program
+    planned = check_program(fn, *args, mode=mode)
+    if program.log.ordered:
+        check_callbacks(program, planned)
+    if mode != "eager" and planned.last_run.copied_bytes:
+        raise CopiedBytes(f"the {mode} run copied {planned.last_run.copied_bytes} bytes")
+    return planned
+
+
 @pytest.mark.parametrize("seed", range(PROGRAMS))
 def test_random_program(seed):
     program = random_program(seed)
-    fn, args = program
     try:
-        planned = check_program(fn, *args)
+        planned = check_random_program(program)
+    except CopiedBytes as e:
+        # the values are right and the sanitizer saw every read; what is left is a copy the plan
+        # should not need (a yield of an outside value, of one value twice, ...)
+        pytest.xfail(f"seed {seed}: {e}")
     except Exception as e:
         raise AssertionError(f"random program of seed {seed} failed:\n{program.describe()}") from e
-    _checked_ir[seed] = str(planned.lower(*args))
+    _checked_ir[seed] = str(planned.lower(*program.args))
 
 
 @functools.cache
@@ -59,6 +129,11 @@ _FEATURES = {  # generator features, with the least number of programs (of 220) 
     "scan": 30, "scan reverse": 10, "scan length 0": 5, "fori": 15, "while": 25, "while data-dependent": 10,
     "cond": 25, "switch": 15, "vmap": 10, "grad": 10, "depth2": 40, "depth3": 5,
     "int": 100, "bool": 60, "several outputs": 100,
+    # program shapes that found planner bugs
+    "cond passthrough chain": 12, "case result as loop init": 7, "carry swap": 5, "carry rotation": 6,
+    "carry permutation + computed": 6, "yield closed-over value": 6, "yield same value twice": 5,
+    "yield constant": 8, "init read in body": 6, "scan init is xs": 5, "zero-trip fori": 6, "zero-trip while": 5,
+    "operand read after": 40, "clamped index in loop": 6, "depth4": 6, "effect": 10, "ordered effect": 5,
 }
 
 
