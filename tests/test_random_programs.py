@@ -3,7 +3,9 @@
 `JAXALLOC_RANDOM_PROGRAMS=N` runs N programs instead of the default. A failure names its
 seed and prints the program; `random_programs.random_program(seed)` rebuilds it.
 
-Besides the outputs, an arena run must copy nothing (`last_run.copied_bytes == 0`), and a program
+Programs run checked (the sanitizer). Besides the outputs, the run must copy nothing
+(`last_run.copied_bytes == 0`; a program that still copies is reported as an expected failure
+with its bytes, after its values and reads were checked), and a program
 with `jax.debug.callback`s must hand its callbacks the same values as `jax.jit` does, the ordered
 ones in the same order (`check_random_program`; `benchmarks/soak.py` runs the same check over many
 more seeds).
