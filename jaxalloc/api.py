@@ -71,9 +71,11 @@ class _OpCounter:
 
 def _with_weak_type(value, aval):
     """`value` typed as the jaxpr says: op-by-op execution can lose weak types that jit keeps
-    (e.g. `dynamic_update_slice` of a weakly typed buffer), which changes later promotion."""
-    if getattr(aval, "weak_type", False) and not jax.typeof(value).weak_type:
-        return lax_internal._convert_element_type(value, aval.dtype, weak_type=True)
+    (e.g. `dynamic_update_slice` of a weakly typed buffer), or keep one the jaxpr drops (a loop
+    result that is a weakly typed init operand read in place), which changes later promotion."""
+    weak = getattr(aval, "weak_type", False)
+    if weak != jax.typeof(value).weak_type:
+        return lax_internal._convert_element_type(value, aval.dtype, weak_type=weak)
     return value
 
 

@@ -266,3 +266,14 @@ def test_a_carry_viewed_by_an_inner_loop_result_keeps_its_slot_until_that_result
     for mode in ("arena", "checked"):
         check_program(fn, x, mode=mode)
     jaxalloc.planned(fn).plan(x).check()
+
+
+def test_a_loop_result_read_in_place_takes_the_weak_type_the_jaxpr_gives_it():
+    """Swapping a weakly typed carry with a strong one: after an even number of rounds the result is
+    the weak init operand read in place, but the jaxpr's result is strong (random program 894)."""
+
+    def fn(x, n):
+        return lax.fori_loop(0, n, lambda i, c: (c[1], c[0]), (x, 1.0))
+
+    for mode in ("eager", "arena", "checked"):
+        check_program(fn, jnp.float32(3.0), 2, mode=mode)
