@@ -7,6 +7,9 @@ reads and writes compiled once per layout (`FUSE_AFTER`). The arena is donated t
 that writes, so XLA updates it in place instead of copying it per op. Offsets are kernel
 arguments, not constants, so ops that differ only in where their values live share one kernel.
 
+Every read and write of the arena goes through `Arena.run` (kernels, copies, moves), which calls
+`reading` before and `written` after: the sanitizer (`mode="checked"`) checks and records there.
+
 Bytes are stored as they are in memory (a bitcast per dtype); types XLA cannot bitcast to
 bytes go through a same-sized stand-in: bool as uint8, complex as a pair of floats, 2- and
 4-bit types widened to 8 bits (their planned size counts one byte per element).
