@@ -204,6 +204,11 @@ class Arena:
             return value
         return self.run(COPY, (value,), (layout,), (None,), (layout,))[0]
 
+    def copy_out(self, value: Located, layout: Layout) -> jax.Array:
+        """A value read out of the arena into an array of its own, counted as copied."""
+        self.copied_bytes += layout.nbytes
+        return self.read(value, layout)
+
     def move(self, values: Sequence[Located], layouts: Sequence[Layout], places: Sequence[int]) -> tuple[Located, ...]:
         """Put each value at its place, copying those found elsewhere; every source is read
         before anything is written, so values may move between each other's places. Returns the

@@ -192,7 +192,7 @@ class ArenaFunctions(JxFunctions):
         carried = _replace(args, firsts, self.arena.move(
             [args[k] for k in firsts], [layouts[k] for k in firsts], [views[k].slots.data[0].offset.data for k in firsts]
         ))
-        state, round_, outer_next = self._round(views, 0, args, carried), 0, self._next
+        state, round_, outer_next = self._outside(views, 0, self._round(views, 0, args, carried), layouts), 0, self._next
         try:
             while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
                 self._next = tuple(_offset(v.view(round_ + 1)) for v in views)
@@ -203,7 +203,7 @@ class ArenaFunctions(JxFunctions):
                 carried = _replace(yielded, ring, self.arena.move(
                     [yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring]
                 ))
-                state = self._round(views, round_, args, carried)
+                state = self._outside(views, round_, self._round(views, round_, args, carried), layouts)
         finally:
             self._next = outer_next
             rounds.pop()
@@ -217,6 +217,14 @@ class ArenaFunctions(JxFunctions):
             at = view.view(round_)
             located.append(inits[at] if isinstance(at, int) else value)
         return tuple(located)
+
+    def _outside(self, views, round_: int, state: tuple, layouts) -> tuple[Located, ...]:
+        """Carried values the plan keeps outside the arena (no view) but found in it, read out: the
+        memory they were found in (a loop body's or branch's own) is reused in the next round."""
+        return tuple(
+            self.arena.copy_out(value, layout) if view.view(round_) is None and isinstance(value, int) else value
+            for view, value, layout in zip(views, state, layouts)
+        )
 
     def _holds(self, value: Located, cond: Block) -> bool:
         return bool(self.arena.read(value, layout_of(cond.last_op.operands[0].type)))
@@ -232,9 +240,14 @@ class ArenaFunctions(JxFunctions):
         places = [None if branch in v else self.where(p) for p, v in zip(layout.places, views)]
         moved = [k for k, place in enumerate(places) if place is not None]
         self.arena.current = op
-        return _replace(yielded, moved, self.arena.move(
+        results = _replace(yielded, moved, self.arena.move(
             [yielded[k] for k in moved], [layout.outputs[k] for k in moved], [places[k] for k in moved]
         ))
+        # a result kept outside the arena that the branch left in its own memory is read out of it
+        return tuple(
+            self.arena.copy_out(value, out) if place is None and branch not in phi and isinstance(value, int) else value
+            for value, place, phi, out in zip(results, places, views, layout.outputs)
+        )
 
 
 def _replace(values: PythonValues, positions: list[int], replacements: PythonValues) -> tuple:

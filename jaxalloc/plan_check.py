@@ -128,6 +128,8 @@ class _Memory:
         for old in seen:
             if not (old.start < new.end and new.start < old.end) or _both(old.guard, new.guard) is None:
                 continue
+            if (old.value, old.rounds, old.start) == (new.value, new.rounds, new.start):
+                continue  # the same value put in its place on other paths: alternatives, not an overwrite
             self.overwritten.setdefault(old, []).append((new, new.guard))
             if _implies(old.guard, new.guard):  # overwritten wherever it exists
                 self.forget(old, keep_overwritten=True)
@@ -274,9 +276,12 @@ class _Walk:
         return _Located(self.outside().tokens, frozenset(kept))
 
     def put(self, value: SSAValue, located: _Located, place: SlotAttr | None, why: str) -> _Located:
-        """`located` moved to `place`: the instances already there stay, the others are copied."""
+        """`located` moved to `place`: the instances already there stay, the others are copied.
+        Without a place it leaves the arena (read out into an array of its own)."""
         if place is None:
-            return located
+            if located.instances:
+                self.copies.append(f"{_name(value)} ({value_label(value)}): read out of the arena{_in_rounds(tuple(self.rounds))}")
+            return _Located(located.tokens)
         stay = {(i, g) for i, g in located.instances if i.start == place.offset.data}
         if stay == located.instances and stay:
             return located
@@ -307,7 +312,7 @@ class _Walk:
             outer = self.walking(region, (b,))
             yielded = self.block(branch.block, env)
             results.append([
-                self.put(value, located, None if b in phi[k] else self.place(op, k), f"branch {b} yields it elsewhere").on(self.guard)
+                (located if b in phi[k] else self.put(value, located, self.place(op, k), f"branch {b} yields it elsewhere")).on(self.guard)
                 for k, (value, located) in enumerate(zip(op.results, yielded))
             ])
             self.guard = outer

@@ -277,3 +277,23 @@ def test_a_loop_result_read_in_place_takes_the_weak_type_the_jaxpr_gives_it():
 
     for mode in ("eager", "arena", "checked"):
         check_program(fn, jnp.float32(3.0), 2, mode=mode)
+
+
+def test_a_carry_kept_outside_the_arena_is_read_out_of_the_loop_memory_it_was_computed_in():
+    """The outer scan's carry is an output (outside the arena); the inner scan computes it in a ring
+    of the outer body's own memory, which the outer condition reuses next round (random program 2135)."""
+
+    def fn(a1):
+        def body(carry, x):
+            (c4,) = carry
+            v6 = jnp.mean(c4, axis=0)
+            (_, v13), _ = lax.scan(lambda c, _: ((c[0], jnp.sin(c[1])), c[1]), (x, a1), None, length=3, reverse=True)
+            return (v13,), v6
+
+        (v16,), v17 = lax.scan(body, (a1,), a1, length=3)
+        return v16, v17
+
+    x = jnp.linspace(-1.0, 1.0, 3)
+    for mode in ("arena", "checked"):
+        check_program(fn, x, mode=mode)
+    jaxalloc.planned(fn).plan(x).check()
