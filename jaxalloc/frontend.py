@@ -332,6 +332,11 @@ def _locate(block: Block, before, eqn: core.JaxprEqn) -> None:
         op = op.next_op
 
 
+def value_name(value: SSAValue) -> str:
+    """`%name` as the IR prints it, `%?` for a value without a name hint."""
+    return f"%{value.name_hint}" if value.name_hint else "%?"
+
+
 def value_label(value: SSAValue) -> str:
     """What defines `value`, for people: `dot_general models.py:24`, `while models.py:30`, `argument`."""
     if isinstance(value, BlockArgument):

@@ -27,7 +27,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import ArenaAttr, NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import PlanViolation
-from jaxalloc.frontend import value_label
+from jaxalloc.frontend import value_label, value_name
 from jaxalloc.types import byte_size
 
 MAX_ROUNDS = 64
@@ -238,7 +238,7 @@ class _Walk:
         value = op.results[k]
         if place.size.data < byte_size(value.type) or place.end > self.arena_bytes:
             raise PlanViolation(
-                f"invalid plan of @{self.func.sym_name.data}: {_name(value)} ({value_label(value)}) needs "
+                f"invalid plan of @{self.func.sym_name.data}: {value_name(value)} ({value_label(value)}) needs "
                 f"{byte_size(value.type)} bytes but its slot is [{place.offset.data}, {place.end}) "
                 f"of a {self.arena_bytes}-byte arena"
             )
@@ -280,12 +280,12 @@ class _Walk:
         Without a place it leaves the arena (read out into an array of its own)."""
         if place is None:
             if located.instances:
-                self.copies.append(f"{_name(value)} ({value_label(value)}): read out of the arena{_in_rounds(tuple(self.rounds))}")
+                self.copies.append(f"{value_name(value)} ({value_label(value)}): read out of the arena{_in_rounds(tuple(self.rounds))}")
             return _Located(located.tokens)
         stay = {(i, g) for i, g in located.instances if i.start == place.offset.data}
         if stay == located.instances and stay:
             return located
-        self.copies.append(f"{_name(value)} ({value_label(value)}): {why}{_in_rounds(tuple(self.rounds))}")
+        self.copies.append(f"{value_name(value)} ({value_label(value)}): {why}{_in_rounds(tuple(self.rounds))}")
         # one copy on every path unless the value is already in place on some: then one per path
         moving = located.instances - stay
         sources = {_both(g, self.guard): i for i, g in moving} if stay else {self.guard: next(iter(moving), (None,))[0]}
@@ -402,13 +402,10 @@ def _union(located) -> _Located:
     return result
 
 
-def _name(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "%?"
-
 
 def _op(op: Operation) -> str:
     if op.results:
-        return f"{_name(op.results[0])} ({value_label(op.results[0])})"
+        return f"{value_name(op.results[0])} ({value_label(op.results[0])})"
     if isinstance(op, jx.YieldOp):
         parent = op.parent_op()
         return "the function's outputs" if isinstance(parent, jx.FuncOp) else f"the yield of {_op(parent)}"
@@ -420,5 +417,5 @@ def _in_rounds(rounds) -> str:
 
 
 def _describe(instance: _Instance) -> str:
-    what = f"{_name(instance.value)} ({value_label(instance.value)}{_in_rounds(instance.rounds)})"
+    what = f"{value_name(instance.value)} ({value_label(instance.value)}{_in_rounds(instance.rounds)})"
     return f"a copy of {what}" if instance.copied_from is not None else what

@@ -20,7 +20,7 @@ from xdsl.ir import Operation
 
 from jaxalloc.arena import COPY, Arena, Layout, Located
 from jaxalloc.errors import PlanViolation
-from jaxalloc.frontend import value_label
+from jaxalloc.frontend import value_label, value_name
 from jaxalloc.interpreter import ArenaFunctions
 
 
@@ -77,7 +77,7 @@ class ShadowArena(Arena):
     def _what(self, k: int) -> str:
         """What write `k` of the op being run puts into the arena: its result, or a copy."""
         if self._copy_of is None:
-            return f"{_name(self.current.results[k])} ({value_label(self.current.results[k])}{self._round()})"
+            return f"{value_name(self.current.results[k])} ({value_label(self.current.results[k])}{self._round()})"
         source = self._copy_of[k]
         copied = self.writes[source.write] if isinstance(source, Tagged) else "a value from outside the arena"
         return f"a copy of {copied} made by {self._doing()}"
@@ -98,13 +98,10 @@ class CheckedFunctions(ArenaFunctions):
         return ShadowArena(nbytes)
 
 
-def _name(value) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "%?"
-
 
 def _op_label(op: Operation | None) -> str:
     if op is None:
         return "the run"
     if op.results:
-        return f"{_name(op.results[0])} ({value_label(op.results[0])})"
+        return f"{value_name(op.results[0])} ({value_label(op.results[0])})"
     return op.name

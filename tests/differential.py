@@ -337,3 +337,15 @@ def memory_figures(fn, *args) -> MemoryFigures:
     largest = max((sum(held(byte_size(v.type)) for v in (*op.operands, *op.results)) for op in ops), default=0)
     output_bytes = sum(held(o.nbytes) for o in jax.tree_util.tree_leaves(outputs))
     return MemoryFigures(held(run.arena_bytes), output_bytes, largest, run.peak_live_bytes - run.live_bytes_before)
+
+
+def assert_deterministic_args(make_args) -> None:
+    """`make_args()` gives equal arguments bit for bit on every call (same types, keys by their data)."""
+    first, second = make_args(), make_args()
+    assert isinstance(first, tuple)
+    assert jax.tree_util.tree_structure(first) == jax.tree_util.tree_structure(second)
+    for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second)):
+        if jax.dtypes.issubdtype(jax.numpy.result_type(a), jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        assert type(a) is type(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

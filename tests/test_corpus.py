@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import TensorType
 
 import jaxalloc
 from corpus_programs import BY_NAME, LARGE_CONST, LARGE_JAX_CONST, PROGRAMS
-from differential import assert_same, check_program, check_roundtrip
+from differential import assert_deterministic_args, assert_same, check_program, check_roundtrip
 from jaxalloc.dialects import jx
 from jaxalloc.frontend import convert, parse_module, scan_counts
 from jaxalloc.interpreter import JxFunctions, LiveBytesSampler, make_interpreter
@@ -61,15 +61,8 @@ def test_corpus_program_eager(program):
 def test_corpus_table():
     assert len(PROGRAMS) >= 32
     assert len(BY_NAME) == len(PROGRAMS)
-    for program in PROGRAMS:  # deterministic example arguments: equal bit for bit on every call
-        first, second = program.make_args(), program.make_args()
-        assert isinstance(first, tuple)
-        assert jax.tree_util.tree_structure(first) == jax.tree_util.tree_structure(second)
-        for a, b in zip(jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(second)):
-            if jax.dtypes.issubdtype(jnp.result_type(a), jax.dtypes.prng_key):
-                a, b = jax.random.key_data(a), jax.random.key_data(b)
-            assert type(a) is type(b)
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for program in PROGRAMS:
+        assert_deterministic_args(program.make_args)
 
 
 # --- loops ------------------------------------------------------------------------------------
