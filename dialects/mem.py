@@ -10,6 +10,9 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   (`initial[i % len(initial)]`): one, for a position the body yields unchanged; a cycle of
   them, for carries that the body only rotates. A position with neither lives outside the
   arena (in the function's output buffer).
+- `#mem.views<initial = [0], yielded>`: after its init operands, round `i` reads the value the
+  body yielded in place, wherever it is: for a body that hands on a value it does not compute
+  (one from outside the loop, a constant, an init operand), which keeps its bytes all along.
 - `#mem.arena<bytes = 65536>`: the arena size of a planned function.
 """
 
@@ -59,24 +62,40 @@ class SlotAttr(ParametrizedAttribute):
         printer.print_string(f"<offset = {self.offset.data}, size = {self.size.data}>")
 
 
+class Yielded:
+    """What a round of a `yielded` multi-view reads: the value the body yielded, where it is."""
+
+    def __repr__(self) -> str:
+        return "YIELDED"
+
+
+YIELDED = Yielded()
+
+
 @irdl_attr_definition
 class ViewsAttr(ParametrizedAttribute):
-    """The multi-view of a loop-carried value: init operands read in place first, then a ring of slots."""
+    """The multi-view of a loop-carried value: init operands read in place first, then a ring of
+    slots, or the yielded value where it is."""
 
     name = "mem.views"
 
     initial: ArrayAttr[IntAttr]
     slots: ArrayAttr[SlotAttr]
+    yielded: IntAttr
+    """1 where the rounds after `initial` read what the body yielded in place (no slots then)."""
 
-    def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr]):
-        super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots))
+    def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr], yielded: bool = False):
+        super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
 
     @property
     def repeat(self) -> int:
         return len(self.slots)
 
-    def view(self, round_: int) -> int | SlotAttr | None:
-        """What round `round_` reads: an init operand's index, a slot, or None (outside the arena)."""
+    def view(self, round_: int) -> int | SlotAttr | None | Yielded:
+        """What round `round_` reads: an init operand's index, a slot, the value yielded (`YIELDED`),
+        or None (outside the arena)."""
+        if self.yielded.data and round_ >= len(self.initial):
+            return YIELDED
         if not self.initial.data and not self.slots.data:
             return None
         if not self.slots.data:
@@ -88,6 +107,8 @@ class ViewsAttr(ParametrizedAttribute):
     def verify(self) -> None:
         if len({s.size.data for s in self.slots.data}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
+        if self.yielded.data and self.slots.data:
+            raise VerifyException("#mem.views reads either a ring of slots or the yielded value, not both")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -98,16 +119,21 @@ class ViewsAttr(ParametrizedAttribute):
                 parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False, allow_negative=False)
             )
             parser.parse_punctuation(",")
-            parser.parse_keyword("slots")
-            parser.parse_punctuation("=")
-            slots = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
+            slots, yielded = [], parser.parse_optional_keyword("yielded") is not None
+            if not yielded:
+                parser.parse_keyword("slots")
+                parser.parse_punctuation("=")
+                slots = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
         if not all(isinstance(s, SlotAttr) for s in slots):
             parser.raise_error("the slots of #mem.views must be #mem.slot attributes")
-        return (ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots))
+        return (ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<initial = [")
         printer.print_list(self.initial.data, lambda i: printer.print_int(i.data))
+        if self.yielded.data:
+            printer.print_string("], yielded>")
+            return
         printer.print_string("], slots = [")
         printer.print_list(self.slots.data, printer.print_attribute)
         printer.print_string("]>")

@@ -211,18 +211,21 @@ class Arena:
 
     def move(self, values: Sequence[Located], layouts: Sequence[Layout], places: Sequence[int]) -> tuple[Located, ...]:
         """Put each value at its place, copying those found elsewhere; every source is read
-        before anything is written, so values may move between each other's places. Returns the
-        values at their places."""
-        moves = [k for k, (v, p) in enumerate(zip(values, places)) if not isinstance(v, int) or v != p]
+        before anything is written, so values may move between each other's places, and one value
+        bound for one place twice moves once. Returns the values at their places."""
+        first: dict[tuple, int] = {}
+        for k, (v, p) in enumerate(zip(values, places)):
+            if not isinstance(v, int) or v != p:
+                first.setdefault((v if isinstance(v, int) else id(v), p), k)
+        moves = list(first.values())
         if not moves:
             return tuple(values)
         moved = self.run(COPY, [values[k] for k in moves], [layouts[k] for k in moves], [places[k] for k in moves],
                          [layouts[k] for k in moves])
         self.copied_bytes += sum(layouts[k].nbytes for k in moves)
-        located = list(values)
-        for k, value in zip(moves, moved):
-            located[k] = value
-        return tuple(located)
+        at = dict(zip(first, moved))
+        return tuple(v if isinstance(v, int) and v == p else at[v if isinstance(v, int) else id(v), p]
+                     for v, p in zip(values, places))
 
 
 _KERNELS: dict[tuple, Callable] = {}

@@ -17,8 +17,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   k-long rotation. Where the init operand of a lone position dies at the loop it becomes the
   ring's first slot. A position yielded unchanged, or handed its own init operand, keeps that
   operand. Positions that only pass values round a cycle (a swap, a rotation with nothing
-  computed) read the cycle's init operands in place, in turn. Only a yield of another value from
-  outside the body (or one yielded twice) is copied into a ring (`Carry.copied`).
+  computed) read the cycle's init operands in place, in turn. A value yielded at several
+  positions is in one ring for all of them. A position handed a value the body does not compute
+  (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.passed`):
+  those values keep their bytes while the loop runs, and are kept alive as long as its result.
 
 The result is a set of rows on the flattened schedule (one per buffer, one per ring slot)
 with absolute offsets: any two rows overlapping in time must be disjoint in address, which
@@ -47,8 +49,8 @@ class Carry:
     """R: the number of ring slots (0 for a position yielded unchanged)."""
     initial: tuple[int, ...]
     """Init operands read in place before the ring: `(k,)` (Type II) or `()` when slot 0 is the init's memory."""
-    copied: bool
-    """Whether the value yielded for this position is copied into the ring each round."""
+    passed: bool = False
+    """Whether the rounds after `initial` read the value the body yields where it is (no ring)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def _pad(size: int, alignment: int) -> int:
 class _BlockPlanner:
     """Plans one block: merges values into buffers, recurses into regions, allocates."""
 
-    def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set):
+    def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=()):
         self.block, self.options = block, options
         self.outside, self.dictated, self.foldable = outside, dictated, foldable
         self.ops = list(block.ops)
@@ -137,7 +139,10 @@ class _BlockPlanner:
         self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
         self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a result may be a view of it
         self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: never overwritten
-        self.views_only: set[SSAValue] = set()  # loop results that are always one of several init operands
+        self.views_only: set[SSAValue] = set()  # loop results that are always one of several other values
+        for group in aliases:  # block arguments that are one value in the rounds that may fold into them
+            for value in group[1:]:
+                self.join(value, group[0])
 
     def external(self, value: SSAValue) -> bool:
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
@@ -242,29 +247,34 @@ class _BlockPlanner:
     def loop(self, index: int, op: jx.WhileOp) -> None:
         body = op.body.block
         args, yields, results = list(body.args), list(body.last_op.operands), list(op.res)
-        computed = {v: results[k] for k, v in reversed(list(enumerate(yields)))
+        computed = {v: k for k, v in reversed(list(enumerate(yields)))
                     if defined_in(v, body) and not isinstance(v, BlockArgument) and not isinstance(v.owner, jx.ConstOp)}
-        origins = _carry_origins(args, yields, computed, results)
+        origins = _carry_origins(args, yields, computed)
         cycles = _rotation_cycles(args, yields)
         # Each computed position c starts a ring; its values reach position p after `delay` rounds.
         longest: dict[int, tuple[int, int]] = {}  # origin -> (delay, position) of its farthest reader
+        readers: dict[tuple[int, int], list[int]] = {}  # (origin, delay) -> positions reading one slot
         for p, (c, delay) in origins.items():
+            readers.setdefault((c, delay), []).append(p)
             if delay > longest.get(c, (0, c))[0]:
                 longest[c] = (delay, p)
         init_roots = [self.merge.find(v) for v in op.inits]
         eligible = set()  # a lone origin whose init operand dies here: that memory is its ring's slot 0
         for c, (delay, _) in longest.items():
             init, root = op.inits[c], init_roots[c]
-            if (delay == 1 and not self.external(init) and self.dies_at(init, index) and init_roots.count(root) == 1
-                    and not self.read_inside(op, root) and not any(m in self.dictated for m in self.members.get(root, [root]))):
+            group = self.members.get(root, [root])
+            if (delay == 1 and readers[c, 1] == [c] and not self.external(init) and self.dies_at(init, index)
+                    and init_roots.count(root) == 1 and not self.read_inside(op, root)
+                    and not any(m in self.dictated or m in self.no_fold for m in group)):
                 eligible.add(c)
-        dictated = dict(zip(args, results)) | computed
+        dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
+        aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
         # The next value may be computed in place into the oldest value of its ring (read for the last
         # time in this round); in round 0 that is an init operand, read in place, and the result goes
         # to the ring slot instead.
         foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
         while True:
-            body_plan = _plan_block(body, self.options, set(), dictated, set(foldable))
+            body_plan = _plan_block(body, self.options, set(), dictated, set(foldable), aliases)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             if not wrong:
                 break
@@ -279,17 +289,15 @@ class _BlockPlanner:
         carries = []
         for k in range(len(args)):
             if yields[k] is args[k] or yields[k] is op.inits[k]:  # every round reads the init operand
-                carries.append(Carry(0, (k,), False))
+                carries.append(Carry(0, (k,)))
                 self.join(results[k], op.inits[k])
             elif k in cycles:  # a rotation of carries with nothing computed: each round reads an init in place
-                carries.append(Carry(0, cycles[k], False))
-                self.keep_alive.extend((op.inits[q], results[k]) for q in cycles[k])
-                self.no_fold.add(results[k])
-                self.views_only.add(results[k])
+                carries.append(Carry(0, cycles[k]))
+                self.views_of(results[k], [op.inits[q] for q in cycles[k]])
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
-                carries.append(Carry(repeat[c], initial, False))
+                carries.append(Carry(repeat[c], initial))
                 if k in eligible:
                     self.join(results[k], op.inits[k])
                 elif k != c:
@@ -298,14 +306,19 @@ class _BlockPlanner:
                     self.keep_alive.append((op.inits[q], results[k]))
                 if initial:  # after fewer rounds than `initial` lists, the result is an init operand
                     self.no_fold.add(results[k])
-            else:  # a value from outside the body, or one already yielded elsewhere: copied into a ring
-                carries.append(Carry(2, (k,), True))
-                self.rings[results[k]] = (byte_size(results[k].type), 2)
-                self.keep_alive.append((op.inits[k], results[k]))  # after zero rounds it is the init
-                self.no_fold.add(results[k])
+            else:  # handed a value the body does not compute: read where it is
+                carries.append(Carry(0, (k,), passed=True))
+                self.views_of(results[k], [op.inits[k], *_handed_on(k, args, yields, op.inits)])
         self.plan.carries[op] = carries
         self.plan.regions[op] = (0, [cond_plan, body_plan])
         self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
+
+    def views_of(self, result: SSAValue, values: list[SSAValue]) -> None:
+        """`result` is always one of `values`, read in place: it needs no memory of its own, and
+        they stay alive as long as it."""
+        self.keep_alive.extend((v, result) for v in values)
+        self.no_fold.add(result)
+        self.views_only.add(result)
 
     @staticmethod
     def _folds_only(plan: BlockPlan, body: Block, arg: BlockArgument, allowed: SSAValue) -> bool:
@@ -361,8 +374,8 @@ class _BlockPlanner:
                 self.plan.regions[key] = (int(offset), self.plan.regions[key][1])
 
 
-def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set) -> BlockPlan:
-    return _BlockPlanner(block, options, outside, dictated, foldable).run()
+def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=()) -> BlockPlan:
+    return _BlockPlanner(block, options, outside, dictated, foldable, aliases).run()
 
 
 @dataclass(frozen=True)
@@ -416,9 +429,10 @@ def _stable(value: SSAValue) -> bool:
     return not (isinstance(value, BlockArgument) and isinstance(value.block.parent_op(), jx.WhileOp))
 
 
-def _carry_origins(args, yields, computed, results) -> dict[int, tuple[int, int]]:
+def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
     """For each carried position fed by a value computed in the body, possibly through positions that
-    pass it on unchanged (a rotation), the computing position and the delay in rounds."""
+    pass it on unchanged (a rotation), the position whose ring holds it (the first to yield it) and
+    the delay in rounds."""
     position = {a: k for k, a in enumerate(args)}
     origins = {}
     for k in range(len(args)):
@@ -430,10 +444,26 @@ def _carry_origins(args, yields, computed, results) -> dict[int, tuple[int, int]
                 break
             seen.add(source)
         else:
-            y = yields[source]
-            if y in computed and computed[y] is results[source] and yields[k] is not args[k]:
-                origins[k] = (source, delay)
+            if yields[source] in computed and yields[k] is not args[k]:
+                origins[k] = (computed[yields[source]], delay)
     return origins
+
+
+def _handed_on(k: int, args, yields, inits) -> list[SSAValue]:
+    """The values a position handed what the body does not compute may hold after a round: those
+    yielded along the chain of positions passing values on (init operands read in place, values
+    from outside the loop, constants)."""
+    position = {a: j for j, a in enumerate(args)}
+    values, seen = [], {k}
+    value = yields[k]
+    while value in position:
+        j = position[value]
+        values.append(inits[j])
+        if j in seen:
+            return values
+        seen.add(j)
+        value = yields[j]
+    return [*values, value]
 
 
 def _rotation_cycles(args, yields) -> dict[int, tuple[int, ...]]:

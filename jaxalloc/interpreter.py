@@ -243,6 +243,7 @@ class ArenaFunctions(JxFunctions):
         results = _replace(yielded, moved, self.arena.move(
             [yielded[k] for k in moved], [layout.outputs[k] for k in moved], [places[k] for k in moved]
         ))
+        results = _replace(results, *_twice(op.branches[branch].block, views, branch, results))
         # a result kept outside the arena that the branch left in its own memory is read out of it
         return tuple(
             self.arena.copy_out(value, out) if place is None and branch not in phi and isinstance(value, int) else value
@@ -256,6 +257,19 @@ def _replace(values: PythonValues, positions: list[int], replacements: PythonVal
     for k, value in zip(positions, replacements):
         result[k] = value
     return tuple(result)
+
+
+def _twice(block: Block, phis, branch: int, results: tuple) -> tuple[list[int], list]:
+    """A branch yielding one value at several results makes the later ones views of the first
+    (`mem.phi`): positions and values to replace."""
+    first: dict[SSAValue, int] = {}
+    positions, values = [], []
+    for k, value in enumerate(block.last_op.operands):
+        if value in first and branch in phis[k]:
+            positions.append(k)
+            values.append(results[first[value]])
+        first.setdefault(value, k)
+    return positions, values
 
 
 def _offset(view: int | SlotAttr | None) -> int | None:

@@ -136,7 +136,7 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
     block = op.body.block
     roots: dict[SSAValue, int] = {}
     for c, (views, carry, value) in enumerate(zip(op.attributes["mem.views"].data, carries, block.last_op.operands)):
-        if views.slots.data and not carry.copied and value in body.roots and not isinstance(value, BlockArgument):
+        if views.slots.data and value in body.roots and not isinstance(value, BlockArgument):
             roots.setdefault(body.roots[value], c)
     return {
         value: NextAttr(roots[root])
@@ -150,13 +150,13 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
     for result, carry in zip(op.res, plan.carries[op]):
         first = slots.get(result)
         first = first if isinstance(first, SlotAttr) else None
-        if first is None and carry.repeat:  # the ring is the function's output buffer
-            views.append(ViewsAttr((), ()))
+        if first is None and carry.repeat:  # the ring is the function's output: each round's value its own array
+            views.append(ViewsAttr(carry.initial, (), yielded=True))
             continue
         ring = [] if carry.repeat == 0 else [
             SlotAttr(first.offset.data + i * first.size.data, first.size.data) for i in range(carry.repeat)
         ]
-        views.append(ViewsAttr(carry.initial, ring))
+        views.append(ViewsAttr(carry.initial, ring, carry.passed))
     op.attributes["mem.views"] = ArrayAttr(views)
 
 

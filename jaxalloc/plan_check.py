@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from jaxalloc.dialects import jx
-from jaxalloc.dialects.mem import ArenaAttr, NextAttr, SlotAttr, ViewsAttr
+from jaxalloc.dialects.mem import YIELDED, ArenaAttr, NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import PlanViolation
 from jaxalloc.frontend import value_label, value_name
 from jaxalloc.types import byte_size
@@ -310,11 +310,16 @@ class _Walk:
         region, results, first = self._regions, [], self.serial + 1
         for b, branch in enumerate(op.branches):
             outer = self.walking(region, (b,))
-            yielded = self.block(branch.block, env)
-            results.append([
-                (located if b in phi[k] else self.put(value, located, self.place(op, k), f"branch {b} yields it elsewhere")).on(self.guard)
-                for k, (value, located) in enumerate(zip(op.results, yielded))
-            ])
+            yielded, seen = self.block(branch.block, env), {}
+            row = []
+            for k, (value, located, source) in enumerate(zip(op.results, yielded, branch.block.last_op.operands)):
+                if b not in phi[k]:
+                    located = self.put(value, located, self.place(op, k), f"branch {b} yields it elsewhere")
+                elif source in seen:  # yielded twice: a view of the first result it is yielded at
+                    located = row[seen[source]]
+                seen.setdefault(source, k)
+                row.append(located)
+            results.append([located.on(self.guard) for located in row])
             self.guard = outer
         for k, value in enumerate(op.results):
             env[value] = _union(r[k] for r in results)
@@ -334,6 +339,8 @@ class _Walk:
             if isinstance(at, int):
                 self.same_value(op, k, 0, inits[at], init)
                 state.append(inits[at])
+            elif at is YIELDED:
+                state.append(init)
             else:
                 state.append(self.put(op.results[k], init, at, "its init operand is elsewhere"))
         body, cond = op.body.block, op.cond.block
@@ -354,13 +361,17 @@ class _Walk:
             env.update(zip(body.args, state))
             yielded = self.block(body, env)
             self.next_views.pop()
-            state = []
-            for k, (at, located) in enumerate(zip(following, yielded)):
+            state, moved = [], {}
+            for k, (at, located, value) in enumerate(zip(following, yielded, body.last_op.operands)):
                 if isinstance(at, int):
                     self.same_value(op, k, round_ + 1, inits[at], located)
                     state.append(inits[at])
-                else:
-                    state.append(self.put(op.results[k], located, at, "the body yields it elsewhere"))
+                elif at is YIELDED:
+                    state.append(located)
+                else:  # a value yielded at positions sharing a slot is moved there once
+                    if (value, at) not in moved:
+                        moved[value, at] = self.put(op.results[k], located, at, "the body yields it elsewhere")
+                    state.append(moved[value, at])
         self.rounds.pop()
         self.guard = outer
         for k, value in enumerate(op.results):

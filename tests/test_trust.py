@@ -297,3 +297,32 @@ def test_a_carry_kept_outside_the_arena_is_read_out_of_the_loop_memory_it_was_co
     for mode in ("arena", "checked"):
         check_program(fn, x, mode=mode)
     jaxalloc.planned(fn).plan(x).check()
+
+
+def test_one_value_yielded_at_two_carried_positions_shares_one_ring():
+    def fn(x, n):
+        return lax.fori_loop(0, n, lambda i, c: (jnp.sin(c[0]) + c[1],) * 2 + (c[1],), (x, x * 2.0, x * 3.0))
+
+    for rounds in (0, 1, 3):
+        for mode in ("arena", "checked"):
+            assert check_program(fn, X16, rounds, mode=mode).last_run.copied_bytes == 0
+    assert jaxalloc.planned(fn).plan(X16, 3).check().copies == ()
+
+
+def test_a_branch_yielding_a_copied_value_twice_reads_both_results_where_the_first_was_copied():
+    """The branch's inner ring cannot be the case result's memory: it is copied there, and the second
+    result, a view of the first, is read there too, not in the branch's memory that later values
+    reuse (random program 1861)."""
+
+    def fn(x, n):
+        def ring(v):
+            r = lax.fori_loop(0, n, lambda i, c: c[::-1] * 2.0, v * 1.0)
+            return r, r
+
+        a, b = lax.cond(n > 100, lambda v: (v, v), ring, x)
+        t = jnp.cos(x) * 3.0  # in the branch's memory, which is free after the case
+        return a + t.sum(), b * 2.0
+
+    for mode in ("arena", "checked"):
+        check_program(fn, X16, 3, mode=mode)
+    jaxalloc.planned(fn).plan(X16, 3).check()
