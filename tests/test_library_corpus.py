@@ -17,7 +17,7 @@ MODES = ("eager", "arena", "checked")
 
 COPIES_LEFT = {
     "diffrax_neural_ode_grad": "a case in a loop body hands back a carry; the plan copies it into the case result",
-    "diffrax_euler_saveat_ts": "a loop body yields a value from outside the body; the plan copies it into a ring",
+    "diffrax_euler_saveat_ts": "an inner loop's ring of two slots is yielded as an outer loop's carry; the plan copies it into the outer ring",
 }
 """Programs whose arena runs still copy bytes the plan should not need, and why (checked, not skipped:
 their values must still equal jax.jit's, and a program that stops copying must leave this list)."""

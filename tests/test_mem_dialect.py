@@ -1,9 +1,11 @@
 """The plan attributes: what round i of a loop reads through a multi-view."""
 
 import pytest
+from xdsl.context import Context
+from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
-from jaxalloc.dialects.mem import SlotAttr, ViewsAttr
+from jaxalloc.dialects.mem import MEM, YIELDED, SlotAttr, ViewsAttr
 
 
 def test_type_ii_view_reads_the_init_operand_once_then_cycles_the_slots():
@@ -35,3 +37,22 @@ def test_an_unchanged_carry_reads_its_init_operand_every_round():
 
 def test_slot_end():
     assert SlotAttr(128, 4096).end == 4224
+
+
+def test_a_position_handed_on_reads_its_init_operand_then_what_the_body_yielded():
+    views = ViewsAttr([1], [], yielded=True)
+    assert [views.view(i) for i in range(3)] == [1, YIELDED, YIELDED]
+
+
+def test_a_multi_view_reads_a_ring_or_the_yielded_value_not_both():
+    with pytest.raises(VerifyException, match="not both"):
+        ViewsAttr([0], [SlotAttr(0, 64)], yielded=True)
+
+
+def test_yielded_views_print_and_parse_back():
+    ctx = Context()
+    ctx.load_dialect(MEM)
+    for views in (ViewsAttr([2], [], yielded=True), ViewsAttr([0], [SlotAttr(0, 64)])):
+        text = str(views)
+        assert Parser(ctx, text).parse_attribute() == views
+    assert str(ViewsAttr([2], [], yielded=True)) == "#mem.views<initial = [2], yielded>"
