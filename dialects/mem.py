@@ -13,6 +13,10 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
 - `#mem.views<initial = [0], yielded>`: after its init operands, round `i` reads the value the
   body yielded in place, wherever it is: for a body that hands on a value it does not compute
   (one from outside the loop, a constant, an init operand), which keeps its bytes all along.
+- `#mem.views<initial = [0], yielded, slots = [#mem.slot<...>, #mem.slot<...>]>`: a toggle ring,
+  for a body that may hand back the carried value itself (a branch returning its operand): rounds
+  read what the body yielded where it is, and the body computes the position's next value into
+  the slot its current value is not in.
 - `#mem.arena<bytes = 65536>`: the arena size of a planned function.
 """
 
@@ -82,7 +86,7 @@ class ViewsAttr(ParametrizedAttribute):
     initial: ArrayAttr[IntAttr]
     slots: ArrayAttr[SlotAttr]
     yielded: IntAttr
-    """1 where the rounds after `initial` read what the body yielded in place (no slots then)."""
+    """1 where the rounds after `initial` read what the body yielded in place (with two slots: a toggle ring)."""
 
     def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr], yielded: bool = False):
         super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
@@ -104,11 +108,21 @@ class ViewsAttr(ParametrizedAttribute):
             return self.initial.data[round_].data
         return self.slots.data[(round_ - len(self.initial)) % self.repeat]
 
+    @property
+    def toggles(self) -> bool:
+        return bool(self.yielded.data and self.slots.data)
+
+    def toggle(self, current: int | None) -> SlotAttr:
+        """Where a toggle ring's next value goes: the slot the current value (at arena offset
+        `current`, None outside the arena) is not in."""
+        first, second = self.slots.data
+        return second if current == first.offset.data else first
+
     def verify(self) -> None:
         if len({s.size.data for s in self.slots.data}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
-        if self.yielded.data and self.slots.data:
-            raise VerifyException("#mem.views reads either a ring of slots or the yielded value, not both")
+        if self.yielded.data and len(self.slots) not in (0, 2):
+            raise VerifyException("a #mem.views reading the yielded value has no slots or a toggle ring of two")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -120,7 +134,7 @@ class ViewsAttr(ParametrizedAttribute):
             )
             parser.parse_punctuation(",")
             slots, yielded = [], parser.parse_optional_keyword("yielded") is not None
-            if not yielded:
+            if not yielded or parser.parse_optional_punctuation(",") is not None:
                 parser.parse_keyword("slots")
                 parser.parse_punctuation("=")
                 slots = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
@@ -131,10 +145,10 @@ class ViewsAttr(ParametrizedAttribute):
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<initial = [")
         printer.print_list(self.initial.data, lambda i: printer.print_int(i.data))
-        if self.yielded.data:
+        if self.yielded.data and not self.slots.data:
             printer.print_string("], yielded>")
             return
-        printer.print_string("], slots = [")
+        printer.print_string("], yielded, slots = [" if self.yielded.data else "], slots = [")
         printer.print_list(self.slots.data, printer.print_attribute)
         printer.print_string("]>")
 

@@ -7,7 +7,7 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   plan their own values into (a case's branches share it; a loop's condition and body too).
 - A value a case branch computes and yields is placed where the parent keeps the case result; a
   branch that yields a value from outside makes the result a view of it (NNC's phi), kept alive
-  as long as the result. Only a loop's carried value is copied there instead.
+  as long as the result (a loop's carried value too: its slot is not written while it is alive).
 - Every loop-carried position gets a multi-view: the first rounds read init operands in place
   (Type II), later rounds a ring of R slots in the parent. A value computed in the body at
   position c reaches position p after `delay` rounds when positions pass it on unchanged (a
@@ -235,7 +235,7 @@ class _BlockPlanner:
                     self.no_fold.add(result)
                 elif defined_in(value, block) and not isinstance(value.owner, jx.ConstOp):
                     placed[value] = result
-                elif _stable(value):  # NNC's phi: the result is a view of what this branch yields
+                else:  # NNC's phi: the result is a view of what this branch yields, kept alive as long
                     views[k].append(b)
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
@@ -258,6 +258,14 @@ class _BlockPlanner:
             readers.setdefault((c, delay), []).append(p)
             if delay > longest.get(c, (0, c))[0]:
                 longest[c] = (delay, p)
+        # A lone position whose next value may be the carried value itself (a branch handing back its
+        # operand) toggles between two slots: the next value goes where the current one is not.
+        toggles = {}
+        for c, (delay, _) in longest.items():
+            if delay == 1 and readers[c, 1] == [c]:
+                sources = _handed_back(yields[c], args[c], body)
+                if sources is not None:
+                    toggles[c] = sources
         init_roots = [self.merge.find(v) for v in op.inits]
         eligible = set()  # a lone origin whose init operand dies here: that memory is its ring's slot 0
         for c, (delay, _) in longest.items():
@@ -272,7 +280,7 @@ class _BlockPlanner:
         # The next value may be computed in place into the oldest value of its ring (read for the last
         # time in this round); in round 0 that is an init operand, read in place, and the result goes
         # to the ring slot instead.
-        foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
+        foldable = {args[p]: yields[c] for c, (_, p) in longest.items() if c not in toggles}
         while True:
             body_plan = _plan_block(body, self.options, set(), dictated, set(foldable), aliases)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
@@ -284,7 +292,7 @@ class _BlockPlanner:
         for c, (delay, p) in longest.items():
             root_y = body_plan.roots.get(yields[c])
             shares = root_y is body_plan.roots.get(args[p]) or _dies_before(body_plan, args[p], root_y)
-            repeat[c] = delay if shares else delay + 1
+            repeat[c] = 2 if c in toggles else delay if shares else delay + 1
             self.rings[results[c]] = (byte_size(results[c].type), repeat[c])
         carries = []
         for k in range(len(args)):
@@ -297,7 +305,10 @@ class _BlockPlanner:
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
-                carries.append(Carry(repeat[c], initial))
+                carries.append(Carry(repeat[c], initial, passed=k in toggles))
+                if k in toggles:  # the result may be a value from outside the loop a branch handed back
+                    self.keep_alive.extend((v, results[k]) for v in toggles[k])
+                    self.no_fold.add(results[k])
                 if k in eligible:
                     self.join(results[k], op.inits[k])
                 elif k != c:
@@ -423,12 +434,6 @@ def _dies_before(plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
     return x_end <= y_start
 
 
-def _stable(value: SSAValue) -> bool:
-    """Whether `value` keeps its bytes while a case result viewing it lives: anything but a loop's
-    carried value, which an in-place update may overwrite later in the same round."""
-    return not (isinstance(value, BlockArgument) and isinstance(value.block.parent_op(), jx.WhileOp))
-
-
 def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
     """For each carried position fed by a value computed in the body, possibly through positions that
     pass it on unchanged (a rotation), the position whose ring holds it (the first to yield it) and
@@ -447,6 +452,56 @@ def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
             if yields[source] in computed and yields[k] is not args[k]:
                 origins[k] = (computed[yields[source]], delay)
     return origins
+
+
+def _handed_back(value: SSAValue, arg: BlockArgument, body: Block) -> set[SSAValue] | None:
+    """Whether loop body `body` yields as `value` a case result that some branch (maybe nested) makes
+    a view of the carried value `arg` itself or of a value from outside the loop: then those
+    outside values. None where no branch does, or where one hands back any other value (the body's
+    own memory, another position's) or one value at two results."""
+    if not isinstance(value.owner, jx.CaseOp) or value.owner.parent_block() is not body:
+        return None
+    found: set[SSAValue] = set()
+    back = _hands_back(value, arg, found, body)
+    return found if back or (back is not None and found) else None
+
+
+def _hands_back(value: SSAValue, arg: BlockArgument, outer: set, body: Block) -> bool | None:
+    """For a case result: True if some branch hands back `arg`, False if none does, None if a branch
+    hands back what a toggle ring cannot read in place; collects values from outside the loop."""
+    case, k = value.owner, value.owner.results.index(value)
+    back = False
+    for branch in case.branches:
+        yielded = list(branch.block.last_op.operands)
+        v = yielded[k]
+        if v is arg:
+            back = True
+        elif yielded.index(v) < k:  # yielded twice: a view of another result
+            return None
+        elif isinstance(v.owner, jx.ConstOp):
+            continue
+        elif defined_in(v, branch.block):
+            if isinstance(v.owner, jx.CaseOp):
+                inner = _hands_back(v, arg, outer, body)
+                if inner is None:
+                    return None
+                back |= inner
+        elif _inside(v, body):
+            return None
+        else:
+            outer.add(v)
+    return back
+
+
+def _inside(value: SSAValue, block: Block) -> bool:
+    """Whether `value` is defined in `block` or in a region nested in it."""
+    at = value.block if isinstance(value, BlockArgument) else value.owner.parent_block()
+    while at is not None:
+        if at is block:
+            return True
+        parent = at.parent_op()
+        at = parent.parent_block() if parent is not None else None
+    return False
 
 
 def _handed_on(k: int, args, yields, inits) -> list[SSAValue]:

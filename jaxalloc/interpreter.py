@@ -28,7 +28,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from jaxalloc.arena import Arena, Layout, Located, layout_of
 from jaxalloc.dialects import jx
-from jaxalloc.dialects.mem import NextAttr, SlotAttr
+from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.frontend import BindTable
 from jaxalloc.inplace import is_view
 from jaxalloc.liveness import last_uses
@@ -195,11 +195,11 @@ class ArenaFunctions(JxFunctions):
         state, round_, outer_next = self._outside(views, 0, self._round(views, 0, args, carried), layouts), 0, self._next
         try:
             while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
-                self._next = tuple(_offset(v.view(round_ + 1)) for v in views)
+                self._next = tuple(_next_place(v, round_ + 1, at) for v, at in zip(views, state))
                 yielded = self.run_block(interpreter, op.body.block, state)
                 round_ += 1
                 self.arena.current, rounds[-1][1] = op, round_
-                ring = [k for k, at in enumerate(self._next) if at is not None]  # read from a slot next round
+                ring = [k for k, v in enumerate(views) if isinstance(v.view(round_), SlotAttr)]  # read from a slot
                 carried = _replace(yielded, ring, self.arena.move(
                     [yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring]
                 ))
@@ -270,6 +270,14 @@ def _twice(block: Block, phis, branch: int, results: tuple) -> tuple[list[int], 
             values.append(results[first[value]])
         first.setdefault(value, k)
     return positions, values
+
+
+def _next_place(views: ViewsAttr, round_: int, current: Located) -> int | None:
+    """Where the body computes a carried position's value for round `round_`: that round's view, or
+    for a toggle ring the slot the current value is not in."""
+    if views.toggles:
+        return views.toggle(current if isinstance(current, int) else None).offset.data
+    return _offset(views.view(round_))
 
 
 def _offset(view: int | SlotAttr | None) -> int | None:

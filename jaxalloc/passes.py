@@ -146,12 +146,15 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
 
 
 def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]) -> None:
-    views = []
-    for result, carry in zip(op.res, plan.carries[op]):
+    views, body = [], plan.regions[op][1][1]
+    for result, carry, value in zip(op.res, plan.carries[op], op.body.block.last_op.operands):
         first = slots.get(result)
         first = first if isinstance(first, SlotAttr) else None
-        if first is None and carry.repeat:  # the ring is the function's output: each round's value its own array
-            views.append(ViewsAttr(carry.initial, (), yielded=True))
+        if first is None and carry.repeat:  # the ring is the function's output
+            # each round's value is an array of its own where an op of the body computes it there (or
+            # it passes on another position's); a case or loop result may be elsewhere: read out
+            outside = isinstance(value, BlockArgument) or (value in body.placed_in and isinstance(value.owner, jx.PrimOp))
+            views.append(ViewsAttr(carry.initial, (), yielded=True) if outside else ViewsAttr((), ()))
             continue
         ring = [] if carry.repeat == 0 else [
             SlotAttr(first.offset.data + i * first.size.data, first.size.data) for i in range(carry.repeat)

@@ -18,6 +18,7 @@ would make (a value the plan does not put where it is read next).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -29,6 +30,9 @@ from jaxalloc.dialects.mem import YIELDED, ArenaAttr, NextAttr, SlotAttr, ViewsA
 from jaxalloc.errors import PlanViolation
 from jaxalloc.frontend import value_label, value_name
 from jaxalloc.types import byte_size
+
+WIDEN_AFTER = 64
+"""Guards kept apart per instance at most; more are widened into one."""
 
 MAX_ROUNDS = 64
 """Loop rounds walked at most (rings of coprime lengths could ask for more)."""
@@ -72,6 +76,8 @@ class _Instance:
     serial: int
     """Instances are numbered as they are written: those of a region walk come after the older ones."""
     copied_from: _Instance | None = None
+    toggled: bool = False
+    """Written into a toggle ring (where depends on the path)."""
 
 
 @dataclass(frozen=True)
@@ -82,14 +88,25 @@ class _Located:
 
     tokens: frozenset
     instances: frozenset[tuple[_Instance, Guard]] = frozenset()
+    away: Guard | None = None
+    """The paths on which it is outside the arena (None: on none)."""
 
     def __or__(self, other: _Located) -> _Located:
-        return _Located(self.tokens | other.tokens, _per_instance(self.instances | other.instances))
+        away = other.away if self.away is None else self.away if other.away is None else _either(self.away, other.away)
+        return _Located(self.tokens | other.tokens, _per_instance(self.instances | other.instances), away)
 
     def on(self, guard: Guard) -> _Located:
         """This value as reached on the paths of `guard` only."""
         reached = ((i, _both(g, guard)) for i, g in self.instances)
-        return _Located(self.tokens, frozenset((i, g) for i, g in reached if g is not None))
+        away = None if self.away is None else _both(self.away, guard)
+        return _Located(self.tokens, frozenset((i, g) for i, g in reached if g is not None), away)
+
+    def places(self, guard: Guard) -> list[tuple[int | None, Guard]]:
+        """Where it is on the paths of `guard`: an arena offset (None: outside), with the paths."""
+        found = [(i.start, both) for i, g in self.instances if (both := _both(g, guard)) is not None]
+        if self.away is not None and (both := _both(self.away, guard)) is not None:
+            found.append((None, both))
+        return found or [(None, guard)]
 
 
 def _either(a: Guard, b: Guard) -> Guard:
@@ -100,12 +117,34 @@ def _either(a: Guard, b: Guard) -> Guard:
 
 
 def _per_instance(refs) -> frozenset:
-    """One guard per instance: the paths on which a value may be an instance, joined (widening the
-    paths only makes the check stricter, and keeps values from collecting a ref per path)."""
-    joined: dict[_Instance, Guard] = {}
+    """The paths on which a value may be an instance, joined per instance where that is exact (the
+    guards differ in one region's paths alone), else widened to one guard (widening only makes the
+    check stricter, and keeps values from collecting a ref per path) unless the instance is in a
+    toggle ring, whose writes depend on the path exactly."""
+    joined: dict[_Instance, list[Guard]] = {}
     for instance, guard in refs:
-        joined[instance] = _either(joined[instance], guard) if instance in joined else guard
-    return frozenset(joined.items())
+        guards = joined.setdefault(instance, [])
+        for k, other in enumerate(guards):
+            exact = _exact_union(other, guard)
+            if exact is not None:
+                guards[k] = exact
+                break
+        else:
+            guards.append(guard)
+    for instance, guards in joined.items():
+        if len(guards) > WIDEN_AFTER:
+            joined[instance] = [functools.reduce(_either, guards)]
+    return frozenset((i, g) for i, guards in joined.items() for g in guards)
+
+
+def _exact_union(a: Guard, b: Guard) -> Guard | None:
+    """The paths of `a` or `b` as one guard, where they differ in one region's paths alone."""
+    if [region for region, _ in a] != [region for region, _ in b]:
+        return None
+    differ = [k for k, ((_, pa), (_, pb)) in enumerate(zip(a, b)) if pa != pb]
+    if len(differ) > 1:
+        return None
+    return tuple((region, pa | pb) for (region, pa), (_, pb) in zip(a, b))
 
 
 _GRANULE = 256
@@ -195,7 +234,7 @@ class _Walk:
 
     def outside(self) -> _Located:
         self._tokens += 1
-        return _Located(frozenset((self._tokens,)))
+        return _Located(frozenset((self._tokens,)), away=self.guard)
 
     def block(self, block: Block, env: dict) -> list[_Located]:
         """Walk `block` on the current paths; returns the yielded values."""
@@ -225,14 +264,16 @@ class _Walk:
                         f"its bytes [{instance.start}, {instance.end}) before"
                     )
 
-    def place(self, op: Operation, k: int) -> SlotAttr | None:
-        """Where result `k` of `op` is written in this round (None: outside the arena)."""
+    def place(self, op: Operation, k: int) -> list[tuple[SlotAttr, Guard]] | None:
+        """Where result `k` of `op` is written in this round, on which paths (None: outside the arena)."""
         slots = op.attributes.get("mem.slots")
         place = op.attributes.get("mem.slot") if k == 0 and len(op.results) == 1 else None
         if isinstance(slots, ArrayAttr):
             place = slots.data[k]
         if isinstance(place, NextAttr):
-            return self.next_views[-1][place.position.data]
+            place = self.next_views[-1][place.position.data]
+            if isinstance(place, list):  # a toggle ring: the slot depends on the path
+                return [(_Toggled(slot), both) for slot, guard in place if (both := _both(guard, self.guard)) is not None]
         if not isinstance(place, SlotAttr) or place.size.data == 0:
             return None
         value = op.results[k]
@@ -242,13 +283,13 @@ class _Walk:
                 f"{byte_size(value.type)} bytes but its slot is [{place.offset.data}, {place.end}) "
                 f"of a {self.arena_bytes}-byte arena"
             )
-        return place
+        return [(place, self.guard)]
 
     def new(self, value: SSAValue, place: SlotAttr, copied_from: _Instance | None = None, guard: Guard | None = None) -> _Instance:
         start, guard = place.offset.data, self.guard if guard is None else guard
         self.serial += 1
         end = start + byte_size(value.type)
-        return _Instance(value, tuple(self.rounds), start, end, guard, self.serial, copied_from)
+        return _Instance(value, tuple(self.rounds), start, end, guard, self.serial, copied_from, isinstance(place, _Toggled))
 
     def here(self, instance: _Instance) -> _Located:
         return _Located(self.outside().tokens, frozenset(((instance, self.guard),)))
@@ -256,43 +297,56 @@ class _Walk:
     def prim(self, op: Operation, env: dict) -> None:
         written = []
         for k, result in enumerate(op.results):
-            place = self.place(op, k)
+            where = self.place(op, k)
             if k == 0 and _reinterprets(op) and env[op.operands[0]].instances:
-                env[result] = self.reinterpret(result, env[op.operands[0]], place, written)
-            elif place is None:
+                env[result] = self.reinterpret(result, env[op.operands[0]], where, written)
+            elif where is None:
                 env[result] = self.outside()
             else:
-                written.append(self.new(result, place))
-                env[result] = self.here(written[-1])
+                here = []
+                for slot, guard in where:
+                    written.append(self.new(result, slot, guard=guard))
+                    here.append((written[-1], guard))
+                env[result] = _Located(self.outside().tokens, frozenset(here))
         for instance in written:
             self.memory.write(instance)
 
-    def reinterpret(self, result: SSAValue, operand: _Located, place: SlotAttr | None, written: list) -> _Located:
+    def reinterpret(self, result: SSAValue, operand: _Located, where, written: list) -> _Located:
         """A view reads its operand's bytes in place; where the plan put it elsewhere, it is computed there."""
-        kept = {(i, g) for i, g in operand.instances if place is None or i.start == place.offset.data}
-        for guard in {_both(g, self.guard) for _, g in operand.instances - kept} - {None}:
-            written.append(self.new(result, place, guard=guard))
-            kept.add((written[-1], guard))
+        if where is None:
+            return _Located(self.outside().tokens, operand.instances, operand.away)
+        kept = set()
+        for slot, guard in where:
+            for at, paths in operand.places(guard):
+                if at == slot.offset.data:
+                    kept.update((i, g) for i, g in operand.instances if i.start == at and _both(g, paths) is not None)
+                else:
+                    written.append(self.new(result, slot, guard=paths))
+                    kept.add((written[-1], paths))
         return _Located(self.outside().tokens, frozenset(kept))
 
-    def put(self, value: SSAValue, located: _Located, place: SlotAttr | None, why: str) -> _Located:
-        """`located` moved to `place`: the instances already there stay, the others are copied.
-        Without a place it leaves the arena (read out into an array of its own)."""
-        if place is None:
+    def put(self, value: SSAValue, located: _Located, where, why: str) -> _Located:
+        """`located` moved to its place (`where`, per path): instances already there stay, the others
+        are copied. Without a place it leaves the arena (read out into an array of its own)."""
+        if where is None:
             if located.instances:
                 self.copies.append(f"{value_name(value)} ({value_label(value)}): read out of the arena{_in_rounds(tuple(self.rounds))}")
-            return _Located(located.tokens)
-        stay = {(i, g) for i, g in located.instances if i.start == place.offset.data}
-        if stay == located.instances and stay:
+            return _Located(located.tokens, away=self.guard)
+        stay, moving = set(), []
+        for slot, guard in where:
+            for at, paths in located.places(guard):
+                if at == slot.offset.data:
+                    stay.update((i, g) for i, g in located.instances if i.start == at and _both(g, paths) is not None)
+                else:
+                    moving.append((slot, paths))
+        if not moving:
             return located
         self.copies.append(f"{value_name(value)} ({value_label(value)}): {why}{_in_rounds(tuple(self.rounds))}")
-        # one copy on every path unless the value is already in place on some: then one per path
-        moving = located.instances - stay
-        sources = {_both(g, self.guard): i for i, g in moving} if stay else {self.guard: next(iter(moving), (None,))[0]}
-        for guard, source in sources.items():
-            if guard is None:
-                continue
-            copy = self.new(value, place, source, guard)
+        # one copy on every path of a place unless the value is already there on some: then one per path
+        source = next(iter(located.instances), (None,))[0]
+        copies = moving if stay else [(slot, guard) for slot, guard in where]
+        for slot, guard in dict.fromkeys(copies):
+            copy = self.new(value, slot, source, guard)
             self.memory.write(copy)
             stay.add((copy, guard))
         return _Located(located.tokens, frozenset(stay))
@@ -342,7 +396,7 @@ class _Walk:
             elif at is YIELDED:
                 state.append(init)
             else:
-                state.append(self.put(op.results[k], init, at, "its init operand is elsewhere"))
+                state.append(self.put(op.results[k], init, self.at(at), "its init operand is elsewhere"))
         body, cond = op.body.block, op.cond.block
         exits = []
         self.rounds.append((op, 0))
@@ -357,7 +411,10 @@ class _Walk:
                 break
             self.guard = _both(outer, ((region, frozenset(range(round_ + 1, rounds))),))
             following = [view.view(round_ + 1) for view in views]
-            self.next_views.append([at if isinstance(at, SlotAttr) else None for at in following])
+            self.next_views.append([
+                self.toggled(view, located) if view.toggles else at if isinstance(at, SlotAttr) else None
+                for view, at, located in zip(views, following, state)
+            ])
             env.update(zip(body.args, state))
             yielded = self.block(body, env)
             self.next_views.pop()
@@ -370,13 +427,20 @@ class _Walk:
                     state.append(located)
                 else:  # a value yielded at positions sharing a slot is moved there once
                     if (value, at) not in moved:
-                        moved[value, at] = self.put(op.results[k], located, at, "the body yields it elsewhere")
+                        moved[value, at] = self.put(op.results[k], located, self.at(at), "the body yields it elsewhere")
                     state.append(moved[value, at])
         self.rounds.pop()
         self.guard = outer
         for k, value in enumerate(op.results):
             env[value] = _union(exit_[k] for exit_ in exits)
         self.memory.collect(first, {i for exit_ in exits for located in exit_ for i, _ in located.instances})
+
+    def at(self, slot: SlotAttr | None) -> list[tuple[SlotAttr, Guard]] | None:
+        return None if slot is None else [(slot, self.guard)]
+
+    def toggled(self, view: ViewsAttr, located: _Located) -> list[tuple[SlotAttr, Guard]]:
+        """Where a toggle ring's next value goes on each path: the slot its current value is not in."""
+        return [(view.toggle(at), paths) for at, paths in located.places(self.guard)]
 
     def same_value(self, op: jx.WhileOp, k: int, round_: int, read: _Located, carried: _Located) -> None:
         """A round that reads an init operand in place must be carrying that very value."""
@@ -385,6 +449,13 @@ class _Walk:
                 f"invalid plan of @{self.func.sym_name.data}: round {round_} of {_op(op)} reads an init operand "
                 f"in place for carried value {k}, but the program carries another value there"
             )
+
+
+class _Toggled:
+    """A slot of a toggle ring, as a place to write."""
+
+    def __init__(self, slot: SlotAttr):
+        self.offset, self.size = slot.offset, slot.size
 
 
 def _rounds_to_walk(views: list[ViewsAttr]) -> int:

@@ -16,7 +16,6 @@ from library_programs import BY_NAME, LIBRARY, PROGRAMS
 MODES = ("eager", "arena", "checked")
 
 COPIES_LEFT = {
-    "diffrax_neural_ode_grad": "a case in a loop body hands back a carry; the plan copies it into the case result",
     "diffrax_euler_saveat_ts": "an inner loop's ring of two slots is yielded as an outer loop's carry; the plan copies it into the outer ring",
 }
 """Programs whose arena runs still copy bytes the plan should not need, and why (checked, not skipped:

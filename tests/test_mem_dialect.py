@@ -44,15 +44,20 @@ def test_a_position_handed_on_reads_its_init_operand_then_what_the_body_yielded(
     assert [views.view(i) for i in range(3)] == [1, YIELDED, YIELDED]
 
 
-def test_a_multi_view_reads_a_ring_or_the_yielded_value_not_both():
-    with pytest.raises(VerifyException, match="not both"):
-        ViewsAttr([0], [SlotAttr(0, 64)], yielded=True)
+def test_a_toggle_ring_computes_into_the_slot_the_current_value_is_not_in():
+    a, b = SlotAttr(0, 64), SlotAttr(64, 64)
+    views = ViewsAttr([0], [a, b], yielded=True)
+    assert views.toggles and [views.view(i) for i in range(3)] == [0, YIELDED, YIELDED]
+    assert views.toggle(None) == a and views.toggle(512) == a and views.toggle(0) == b and views.toggle(64) == a
+    with pytest.raises(VerifyException, match="toggle ring of two"):
+        ViewsAttr([0], [a], yielded=True)
 
 
 def test_yielded_views_print_and_parse_back():
     ctx = Context()
     ctx.load_dialect(MEM)
-    for views in (ViewsAttr([2], [], yielded=True), ViewsAttr([0], [SlotAttr(0, 64)])):
+    ring = [SlotAttr(0, 64), SlotAttr(64, 64)]
+    for views in (ViewsAttr([2], [], yielded=True), ViewsAttr([0], ring[:1]), ViewsAttr([], ring, yielded=True)):
         text = str(views)
         assert Parser(ctx, text).parse_attribute() == views
     assert str(ViewsAttr([2], [], yielded=True)) == "#mem.views<initial = [2], yielded>"
