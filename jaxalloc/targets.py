@@ -53,7 +53,15 @@ def parse_shape_spec(spec: str) -> jax.ShapeDtypeStruct:
 
 
 def load_module(name: str) -> ModuleType:
-    """Import a module by dotted name, or load it from a .py path."""
+    """Import a module by dotted name, or load it from a .py path.
+
+    A dotted name that names a .py file under the current directory (`benchmarks.models`) loads
+    that file: an installed package of the same top-level name (xdsl installs `benchmarks`) would
+    otherwise hide it.
+    """
+    local = Path(*name.split(".")).with_suffix(".py") if name.replace(".", "").isidentifier() else None
+    if local is not None and local.is_file():
+        name = str(local)
     if name.endswith(".py") or "/" in name:
         path = Path(name)
         if not path.is_file():
@@ -69,7 +77,7 @@ def load_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
-        raise JaxallocError(f"cannot import module {name!r}: {e}") from None
+        raise JaxallocError(f"cannot import module {name!r}: {e}; give the path of its .py file instead") from None
 
 
 def load_function_and_args(target: str, specs: list[str], args_from: str | None):

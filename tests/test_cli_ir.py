@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxalloc.cli import main
-from jaxalloc.targets import parse_shape_spec
+from jaxalloc.targets import load_function_and_args, parse_shape_spec
 
 MODEL = textwrap.dedent(
     """
@@ -73,3 +73,11 @@ def test_ir_errors_are_one_line(model_file, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("module", ["benchmarks.models", "benchmarks/models.py"])
+def test_repository_modules_load_by_name_or_path(module, monkeypatch):
+    """xdsl installs a top-level `benchmarks` package; the repository's own benchmarks.models wins."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    fn, args = load_function_and_args(f"{module}:transformer_layer", [], "transformer_layer_args")
+    assert fn.__name__ == "transformer_layer" and len(args) == 7
