@@ -49,6 +49,7 @@ class Plan:
     """The planned Python function, when the plan was made from one."""
     example_args: tuple = field(default=(), repr=False, compare=False)
     """The arguments it was planned for (arrays or ShapeDtypeStructs)."""
+    example_kwargs: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def problem(self) -> Problem:
@@ -99,6 +100,7 @@ class Plan:
         return compare_with_xla(
             self.function,
             self.example_args,
+            self.example_kwargs,
             allocator=self.allocator,
             arena_bytes=self.arena_bytes,
             lower_bound=self.lower_bound,
@@ -194,11 +196,12 @@ def make_plan(
     *,
     function: Callable | None = None,
     args: tuple = (),
+    kwargs: dict | None = None,
 ) -> Plan:
     """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes.
     The planned module passes the static plan checker, or `PlanViolation` is raised.
 
-    `function` and `args`, the Python function the module was traced from and its example arguments,
+    `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA.
     """
     from jaxalloc.passes import annotate
@@ -218,4 +221,5 @@ def make_plan(
         schedule=_schedule_labels(func),
         function=function,
         example_args=tuple(args),
+        example_kwargs=dict(kwargs or {}),
     )

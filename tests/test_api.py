@@ -1,0 +1,55 @@
+"""`planned` takes what `jax.jit` takes, and refuses bad input with one clear line."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxalloc
+
+
+def tile(x, n, *, axis=0):
+    return jnp.repeat(x, n, axis=axis, total_repeat_length=None) * 2.0
+
+
+@pytest.mark.parametrize(
+    "options, call",
+    [
+        (dict(static_argnums=1), lambda f, x: f(x, 3)),
+        (dict(static_argnums=-1), lambda f, x: f(x, 3)),
+        (dict(static_argnames="n"), lambda f, x: f(x, n=3)),
+        (dict(static_argnames=("n", "axis")), lambda f, x: f(x, 3, axis=1)),
+    ],
+    ids=["argnums", "negative", "argnames", "keyword-only"],
+)
+def test_static_arguments_as_in_jax_jit(options, call):
+    x = jnp.ones((2, 2))
+    planned = jaxalloc.planned(tile, **options)
+    expected = call(jax.jit(tile, **options), x)
+    np.testing.assert_array_equal(call(planned, x), expected)
+    assert call(planned.plan, x).arena_bytes >= 0
+
+
+def test_static_values_are_part_of_the_signature():
+    f = jaxalloc.planned(tile, static_argnums=1)
+    x = jnp.ones(2)
+    assert f(x, 2).shape == (4,) and f(x, 3).shape == (6,)
+    assert len(f._cache) == 2
+    f(x, 3)
+    assert len(f._cache) == 2
+    assert f.plan(x, 3).compare_xla().xla[0].output_size_in_bytes == 24  # XLA gets n = 3 too
+
+
+def test_static_arguments_must_be_hashable():
+    with pytest.raises(jaxalloc.UnsupportedProgramError, match="static arguments must be hashable"):
+        jaxalloc.planned(tile, static_argnums=1)(jnp.ones(2), [3])
+
+
+def test_python_int_in_a_shape_suggests_static_argnames():
+    with pytest.raises(jaxalloc.UnsupportedProgramError) as info:
+        jaxalloc.planned(tile)(jnp.ones(2), 3)
+    message = str(info.value)
+    assert "argument n" in message and "planned(tile, static_argnames='n')" in message
+    assert "\n" not in message and info.value.__cause__ is None
