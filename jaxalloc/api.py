@@ -277,6 +277,12 @@ class Planned:
         )
 
     def __call__(self, *args, **kwargs):
+        for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
+            if isinstance(leaf, jax.ShapeDtypeStruct):
+                raise UnsupportedProgramError(
+                    f"{_describe(path)} is a jax.ShapeDtypeStruct, which has no values to run on: call with "
+                    f"arrays, or use .lower(...) / .plan(...) for abstract arguments"
+                )
         traced = self._traced(args, kwargs)
         _, args, kwargs = self._split(args, kwargs)
         counter = _OpCounter()

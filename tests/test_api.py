@@ -53,3 +53,11 @@ def test_python_int_in_a_shape_suggests_static_argnames():
     message = str(info.value)
     assert "argument n" in message and "planned(tile, static_argnames='n')" in message
     assert "\n" not in message and info.value.__cause__ is None
+
+
+def test_calling_with_shape_dtype_structs_says_to_lower_or_plan():
+    f = jaxalloc.planned(lambda x, y: x + y)
+    spec = jax.ShapeDtypeStruct((2,), jnp.float32)
+    with pytest.raises(jaxalloc.UnsupportedProgramError, match=r"argument 1 is a jax.ShapeDtypeStruct.*\.lower\(...\) / \.plan\(...\)"):
+        f(jnp.ones(2), spec)
+    assert f.plan(spec, spec).arena_bytes == 0  # abstract arguments are what plan() is for
