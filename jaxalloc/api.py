@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
 from jaxalloc.allocators import get_allocator
-from jaxalloc.errors import UnsupportedProgramError
+from jaxalloc.errors import UnsupportedProgramError, check_alignment
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
@@ -206,6 +206,7 @@ class Planned:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         get_allocator(allocator)
+        alignment = check_alignment(alignment)
         functools.update_wrapper(self, fun)
         self._fun = fun
         self.mode, self.allocator, self.alignment, self.measure_memory = mode, allocator, alignment, measure_memory
@@ -263,7 +264,8 @@ class Planned:
     ) -> Plan:
         """The arena plan for these arguments (arguments may be ShapeDtypeStructs); the allocator and
         alignment default to the function's own."""
-        allocator, alignment = allocator or self.allocator, alignment or self.alignment
+        allocator = allocator if allocator is not None else self.allocator
+        alignment = alignment if alignment is not None else self.alignment
         module = self.lower(*args, **kwargs)
         statics, args, kwargs = self._split(args, kwargs)
         return make_plan(

@@ -66,9 +66,11 @@ def _add_function_target(p) -> None:
 def _plan_target(ns):
     from jaxalloc.allocators import get_allocator
     from jaxalloc.api import planned
+    from jaxalloc.errors import check_alignment
     from jaxalloc.targets import load_function_and_args
 
     get_allocator(ns.allocator)
+    check_alignment(ns.alignment)
     fn, args = load_function_and_args(ns.target, ns.args, ns.args_from)
     plan = planned(fn).plan(*args, allocator=ns.allocator, alignment=ns.alignment, include_outputs=ns.include_outputs)
     return fn, args, plan

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from jaxalloc.allocators import Problem
+from jaxalloc.allocators import Problem, get_allocator
 from jaxalloc.allocators.bound import max_live
 from jaxalloc.assignment import Row, plan_function, plan_rows
 from jaxalloc.chart import plot_plan, write_plan_csv
 from jaxalloc.checker import check_plan
 from jaxalloc.dialects import jx
-from jaxalloc.errors import JaxallocError
+from jaxalloc.errors import JaxallocError, check_alignment
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
 from jaxalloc.plan_check import PlanCheck, check_planned
@@ -206,6 +206,8 @@ def make_plan(
     """
     from jaxalloc.passes import annotate
 
+    alignment = check_alignment(alignment)
+    get_allocator(allocator)
     module = module.clone()
     func = _function(module)
     block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs)

@@ -19,7 +19,7 @@ import numpy as np
 from jaxalloc.allocators import allocate, get_allocator
 from jaxalloc.allocators.bound import lower_bound
 from jaxalloc.allocators.problem import Problem
-from jaxalloc.errors import JaxallocError, TraceFormatError
+from jaxalloc.errors import JaxallocError, TraceFormatError, check_alignment
 
 COLUMNS = ("id", "lower", "upper", "size")
 
@@ -141,10 +141,8 @@ def run_trace_command(ns) -> None:
     from jaxalloc.checker import check_allocation
 
     options = _allocator_options(ns)
-    if ns.alignment < 1:
-        raise JaxallocError(f"--alignment must be a positive number of bytes, got {ns.alignment}")
     trace = read_trace(ns.file)
-    problem = trace.problem(ns.alignment)
+    problem = trace.problem(check_alignment(ns.alignment))
     began = time.perf_counter()
     plan = allocate(problem, ns.allocator, **options)
     elapsed = time.perf_counter() - began

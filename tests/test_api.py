@@ -61,3 +61,35 @@ def test_calling_with_shape_dtype_structs_says_to_lower_or_plan():
     with pytest.raises(jaxalloc.UnsupportedProgramError, match=r"argument 1 is a jax.ShapeDtypeStruct.*\.lower\(...\) / \.plan\(...\)"):
         f(jnp.ones(2), spec)
     assert f.plan(spec, spec).arena_bytes == 0  # abstract arguments are what plan() is for
+
+
+ALIGNMENT_ERROR = "alignment must be a positive integer number of bytes (any, not only a power of two), got "
+
+
+@pytest.mark.parametrize("bad", [0, -5, "64", 2.0, True])
+def test_one_alignment_check_everywhere(bad, tmp_path, capsys):
+    from xdsl.context import Context
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from jaxalloc.cli import main
+    from jaxalloc.passes import AssignBuffersPass
+
+    f = lambda x: jnp.sin(x) * 2  # noqa: E731
+    x = jax.ShapeDtypeStruct((4,), jnp.float32)
+    message = ALIGNMENT_ERROR + repr(bad)
+    with pytest.raises(jaxalloc.JaxallocError) as info:
+        jaxalloc.planned(f, alignment=bad)
+    assert str(info.value) == message
+    with pytest.raises(jaxalloc.JaxallocError) as info:
+        jaxalloc.planned(f).plan(x, alignment=bad)
+    assert str(info.value) == message
+    with pytest.raises(DiagnosticException, match="alignment must be a positive integer"):
+        AssignBuffersPass(alignment=bad).apply(Context(), jaxalloc.planned(f).lower(x))
+    if isinstance(bad, int) and not isinstance(bad, bool):
+        trace = tmp_path / "t.csv"
+        trace.write_text("id,lower,upper,size\na,0,1,4\n")
+        model = tmp_path / "m.py"
+        model.write_text("def f(x):\n    return x * 2\n")
+        for argv in (["trace", str(trace)], ["plan", f"{model}:f", "f32[4]"]):
+            assert main([*argv, "--alignment", str(bad)]) == 2
+            assert capsys.readouterr().err.strip().endswith(message)

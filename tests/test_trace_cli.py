@@ -129,7 +129,7 @@ def test_unknown_allocator_and_bad_alignment(tmp_path, capsys):
     code, _, err = run(capsys, path, "--allocator", "tlsf")
     assert code == 2 and "unknown allocator 'tlsf'; known allocators: nnc," in err
     code, _, err = run(capsys, path, "--alignment", "0")
-    assert code == 2 and "--alignment must be a positive" in err
+    assert code == 2 and "alignment must be a positive integer number of bytes" in err
 
 
 def test_console_script_runs(tmp_path):
