@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from jaxalloc.errors import JaxallocError
@@ -18,6 +19,7 @@ def _add_target(p) -> None:
         metavar="FUNCTION",
         help="a function in the same module returning the example arguments (a tuple)",
     )
+    p.add_argument("--x64", action="store_true", help="turn on JAX's 64-bit types (as JAX_ENABLE_X64=1) for i64/u64/f64/c128")
 
 
 def _add_ir(commands) -> None:
@@ -126,10 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _x64(ns):
+    """JAX's 64-bit types for the command, where `--x64` asks for them."""
+    if not getattr(ns, "x64", False):
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.enable_x64(True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
-        ns.run(ns)
+        with _x64(ns):
+            ns.run(ns)
     except JaxallocError as e:
         print(f"jaxalloc {ns.command}: error: {e}", file=sys.stderr)
         return 2

@@ -37,6 +37,8 @@ DTYPES = {
     "c64": np.complex64,
     "c128": np.complex128,
 }
+WIDE = ("i64", "u64", "f64", "c128")
+"""The 64-bit types, which JAX keeps only with `jax_enable_x64`."""
 _SPEC = re.compile(r"^([a-z0-9]+)\[((?:\d+(?:,\d+)*)?)\]$")
 
 
@@ -47,6 +49,11 @@ def parse_shape_spec(spec: str) -> jax.ShapeDtypeStruct:
         raise JaxallocError(
             f"bad argument spec {spec!r}: write DTYPE[DIMS], e.g. f32[64,512] or i32[], "
             f"with DTYPE one of {', '.join(DTYPES)}"
+        )
+    if match.group(1) in WIDE and not jax.config.jax_enable_x64:
+        raise JaxallocError(
+            f"{spec} is a 64-bit type, which JAX makes 32-bit unless 64-bit types are on: "
+            "pass --x64 (or set JAX_ENABLE_X64=1)"
         )
     dims = match.group(2).split(",") if match.group(2) else []
     return jax.ShapeDtypeStruct(tuple(int(d) for d in dims), DTYPES[match.group(1)])

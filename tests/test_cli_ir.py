@@ -5,6 +5,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -81,3 +82,13 @@ def test_repository_modules_load_by_name_or_path(module, monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     fn, args = load_function_and_args(f"{module}:transformer_layer", [], "transformer_layer_args")
     assert fn.__name__ == "transformer_layer" and len(args) == 7
+
+
+def test_64_bit_specs_need_x64(model_file, capsys):
+    for command in ("ir", "plan"):
+        assert main([command, f"{model_file}:mlp", "f64[4,8]", "f64[8,2]"]) == 2
+        err = capsys.readouterr().err
+        assert "f64[4,8] is a 64-bit type" in err and "pass --x64 (or set JAX_ENABLE_X64=1)" in err
+    assert main(["ir", f"{model_file}:mlp", "f64[4,8]", "f64[8,2]", "--x64"]) == 0
+    assert "tensor<4x8xf64>" in capsys.readouterr().out
+    assert not jax.config.jax_enable_x64  # on for the command only
