@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from pathlib import Path
 
 from jaxalloc.errors import JaxallocError
 
@@ -128,6 +129,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_outputs(ns) -> None:
+    """Refuse, before any work, an output file that cannot be written: a missing directory, a directory,
+    a chart in a format matplotlib does not write."""
+    for option in ("out", "plot", "perfetto"):
+        path = getattr(ns, option, None)
+        if path is None:
+            continue
+        where = Path(path)
+        if where.is_dir():
+            raise JaxallocError(f"--{option} {path} is a directory; give a file name")
+        if not where.parent.is_dir():
+            raise JaxallocError(f"--{option} {path}: no directory {where.parent}; create it first")
+    if getattr(ns, "plot", None) is not None:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = FigureCanvasBase.get_supported_filetypes()
+        suffix = Path(ns.plot).suffix.lstrip(".").lower()
+        if suffix not in formats:
+            raise JaxallocError(
+                f"--plot {ns.plot}: end the name with an image format matplotlib writes: {', '.join(sorted(formats))}"
+            )
+
+
 def _x64(ns):
     """JAX's 64-bit types for the command, where `--x64` asks for them."""
     if not getattr(ns, "x64", False):
@@ -138,8 +162,14 @@ def _x64(ns):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        parser.print_help()
+        return 0
+    ns = parser.parse_args(argv)
     try:
+        _check_outputs(ns)
         with _x64(ns):
             ns.run(ns)
     except JaxallocError as e:
@@ -148,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader (e.g. `| head`) left early: not an error of ours
         sys.stderr.close()
         return 0
+    except OSError as e:  # writing an output failed after the checks (permissions, a full disk)
+        print(f"jaxalloc {ns.command}: error: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
     return 0
 
 

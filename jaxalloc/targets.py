@@ -97,7 +97,13 @@ def load_function_and_args(target: str, specs: list[str], args_from: str | None)
     if args_from is not None:
         if specs:
             raise JaxallocError("give either shape specs or --args-from, not both")
-        args = _attribute(module, args_from)()
+        try:
+            args = _attribute(module, args_from)()
+        except JaxallocError:
+            raise
+        except Exception as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise JaxallocError(f"--args-from {args_from}() raised {type(e).__name__}: {first}") from e
         return fn, tuple(args) if isinstance(args, (tuple, list)) else (args,)
     if not specs:
         raise JaxallocError("give example arguments: shape specs such as f32[64,512], or --args-from FUNCTION")

@@ -22,6 +22,7 @@ from jaxalloc.allocators.problem import Problem
 from jaxalloc.errors import JaxallocError, TraceFormatError, check_alignment
 
 COLUMNS = ("id", "lower", "upper", "size")
+INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,7 +35,14 @@ class Trace:
     size: np.ndarray
 
     def problem(self, alignment: int = 1) -> Problem:
-        """The plain allocation problem of the trace: interval conflicts only."""
+        """The plain allocation problem of the trace: interval conflicts only. Its padded sizes must add
+        up to an int64, so that no plan's addresses overflow."""
+        total = sum(-(-int(size) // alignment) * alignment for size in self.size)
+        if total > INT64_MAX:
+            raise TraceFormatError(
+                f"the buffers' sizes add up to {total:,} bytes, past 2**63 - 1: a plan's addresses would not "
+                "fit in 64 bits"
+            )
         return Problem.from_intervals(self.size, self.lower, self.upper, alignment=alignment, names=self.ids)
 
 
@@ -107,9 +115,12 @@ def _columns(name: str, line: int, header: list[str]) -> dict[str, int]:
 
 def _integer(name: str, line: int, column: str, text: str) -> int:
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         raise TraceFormatError(f"{name}:{line}: {column} is not an integer: {text!r}") from None
+    if abs(value) > INT64_MAX:
+        raise TraceFormatError(f"{name}:{line}: {column} {value} does not fit in 64 bits")
+    return value
 
 
 def _allocator_options(ns) -> dict:

@@ -97,6 +97,7 @@ def test_plot_writes_a_png(tmp_path, capsys):
         ("id,lower,upper,size\n1,0,1,8,9\n", r"trace\.csv:2: expected 4 fields, found 5"),
         ("id,lower,lower,size\n1,0,1,8\n", r"trace\.csv:1: column 'lower' appears twice"),
         ("id,lower,upper,size\n,0,1,8\n", r"trace\.csv:2: empty id"),
+        ("id,lower,upper,size\n1,0,1,99999999999999999999\n", r"trace\.csv:2: size 99999999999999999999 does not fit in 64 bits"),
     ],
 )
 def test_malformed_traces_name_file_and_line(tmp_path, capsys, text, message):
@@ -106,6 +107,13 @@ def test_malformed_traces_name_file_and_line(tmp_path, capsys, text, message):
     code, out, err = run(capsys, path)
     assert code == 2 and out == ""
     assert err.startswith("jaxalloc trace: error: ") and err.count("\n") == 1
+
+
+def test_sizes_adding_up_past_int64_are_refused(tmp_path, capsys):
+    big = 2**63 - 1
+    code, out, err = run(capsys, write(tmp_path, f"id,lower,upper,size\na,0,2,{big}\nb,1,3,{big}\n"))
+    assert code == 2 and out == ""
+    assert err == f"jaxalloc trace: error: the buffers' sizes add up to {2 * big:,} bytes, past 2**63 - 1: a plan's addresses would not fit in 64 bits\n"
 
 
 def test_line_numbers_count_blank_lines(tmp_path):
