@@ -12,15 +12,17 @@ buffers (primitive and source line) make it.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.printer import Printer
 
 from jaxalloc.allocators import Problem, get_allocator
 from jaxalloc.allocators.bound import max_live
-from jaxalloc.assignment import Row, plan_function, plan_rows
+from jaxalloc.assignment import BlockPlan, Row, plan_function, plan_rows
 from jaxalloc.chart import plot_plan, write_plan_csv
 from jaxalloc.checker import check_plan
 from jaxalloc.dialects import jx
@@ -160,7 +162,7 @@ def _table(rows, more: int) -> str:
     header = ("name", "size", "offset", "live", "defined by", "region")
     cells = [
         (
-            r.name + (f" (ring of {r.repeat})" if r.repeat > 1 else ""),
+            r.name,
             format_size(r.size),
             f"{r.offset:,}",
             f"[{r.start}, {r.end})",
@@ -186,6 +188,30 @@ def _schedule_labels(func: jx.FuncOp) -> tuple[str, ...]:
     for op, (_, end) in spans.items():
         labels[end - 1] = value_label(op.results[0]) if op.results else op.name.removeprefix("jx.")
     return tuple(labels)
+
+
+def _row_values(plan: BlockPlan):
+    """The value each row of `plan_rows` is named after and its ring slot, in `plan_rows`' order."""
+    for buffer in plan.buffers:
+        named = next((v for v in buffer.values if v.name_hint), buffer.values[0])
+        for slot in range(buffer.repeat):
+            yield named, slot
+    for _, plans in plan.regions.values():
+        for child in plans:
+            yield from _row_values(child)
+
+
+def _named_as_in_ir(module: ModuleOp, plan: BlockPlan, rows: list[Row]) -> tuple[Row, ...]:
+    """The rows named as the printed IR names their values (`f_1`, `0`), with the slot of a ring
+    (`n[0/2]`), so that reports, charts and CSVs can be read beside the IR."""
+    printer = Printer(stream=io.StringIO())
+    printer.print_op(module)
+    values = list(_row_values(plan))
+    assert len(values) == len(rows) and all(r.name == (v.name_hint or "%") for r, (v, _) in zip(rows, values))
+    return tuple(
+        replace(row, name=printer.print_ssa_value(value) + (f"[{slot}/{row.repeat}]" if row.repeat > 1 else ""))
+        for row, (value, slot) in zip(rows, values)
+    )
 
 
 def make_plan(
@@ -218,7 +244,7 @@ def make_plan(
         allocator,
         alignment,
         block_plan.size,
-        tuple(plan_rows(func, block_plan)),
+        _named_as_in_ir(module, block_plan, plan_rows(func, block_plan)),
         include_outputs=include_outputs,
         schedule=_schedule_labels(func),
         function=function,

@@ -131,3 +131,24 @@ def test_plan_command_rejects_unknown_allocator(tmp_path: Path, capsys):
     model.write_text("import jax.numpy as jnp\n\n" + inspect.getsource(block))
     code = main(["plan", f"{model}:block", "f32[64,32]", "f32[32,256]", "f32[256,16]", "--allocator", "nope"])
     assert code == 2 and "unknown allocator 'nope'" in capsys.readouterr().err
+
+
+def test_rows_are_named_as_the_ir_names_their_values(tmp_path: Path):
+    def step(x, w):
+        def body(c, wi):
+            return jnp.tanh(c @ wi), c.sum()
+
+        return jax.lax.scan(body, jnp.cos(jnp.sin(x)), w)
+
+    plan = jaxalloc.planned(step).plan(jnp.ones((8, 16)), jnp.ones((4, 16, 16)))
+    names = [r.name for r in plan.buffers]
+    assert len(set(names)) == len(names)  # ring slots get their index, the loop counter its number
+    ir = str(plan.module)
+    for r in plan.buffers:
+        base, _, slot = r.name.partition("[")
+        assert f"%{base} = " in ir or f"%{base}, " in ir, r.name
+        assert (r.repeat == 1) == (slot == "")
+    ring = [n for n, r in zip(names, plan.buffers) if r.repeat == 2]
+    assert [n[-5:] for n in ring] == ["[0/2]", "[1/2]"]
+    plan.to_csv(tmp_path / "plan.csv")
+    assert ring[0] in (tmp_path / "plan.csv").read_text()
