@@ -30,7 +30,7 @@ from jaxalloc.errors import JaxallocError, check_alignment
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
 from jaxalloc.plan_check import PlanCheck, check_planned
-from jaxalloc.text import format_size, text_table
+from jaxalloc.text import format_size, plural, text_table
 from jaxalloc.xla_memory import XlaComparison, compare_with_xla
 
 
@@ -65,6 +65,11 @@ class Plan:
     def lower_bound(self) -> int:
         """Max-live of the rows: no plan of these buffers at this granularity needs less."""
         return max_live(self.problem)
+
+    @property
+    def total_bytes(self) -> int:
+        """The rows' sizes added up: the memory of a plan that reuses nothing (ONNC's total tensor size)."""
+        return sum(r.size for r in self.buffers)
 
     def check(self) -> PlanCheck:
         """Check the plan two ways: the static plan checker walks the planned module (every branch, loop
@@ -120,28 +125,54 @@ class Plan:
         return np.cumsum(live)[:steps]
 
     def report(self, top: int = 10) -> str:
-        """A text report: arena, bound, where the peak is and what is live there, the largest buffers."""
+        """A text report: arena, bound, total and footprint (ONNC's figures), where the peak is and what is
+        live there, the largest buffers (`top` rows per table)."""
+        check_top(top)
         rows = self.buffers
-        bound = self.lower_bound
-        ratio = f"{self.arena_bytes / bound:.4f}" if bound else "n/a"
+        bound, total = self.lower_bound, self.total_bytes
         lines = [
-            f"{self._title()}: arena {format_size(self.arena_bytes)} ({self.arena_bytes:,} B), "
-            f"lower bound {format_size(bound)}, arena / bound {ratio}",
-            f"{len(rows)} buffers on a {max((r.end for r in rows), default=0)}-step schedule; "
-            + ("outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"),
+            f"{self._title()}: arena {_bytes(self.arena_bytes)}, lower bound {_bytes(bound)}, "
+            f"arena / bound {_ratio(self.arena_bytes, bound, '.4f')}",
+            f"total buffer size {_bytes(total)} (every buffer in its own memory), "
+            f"footprint {_ratio(self.arena_bytes, total, '.1%')} (arena / total)",
         ]
         if not rows:
-            return "\n".join(lines)
+            nothing = (
+                "nothing to plan: every value is an argument or a constant, which live outside the arena"
+                if self.include_outputs
+                else "nothing to plan: every value is an argument, a constant or an output, which live outside the "
+                "arena (plan(..., include_outputs=True) plans the outputs in it)"
+            )
+            return "\n".join([*lines, nothing])
+        where = "outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"
+        steps = max(r.end for r in rows)
+        lines.append(f"{plural(len(rows), 'buffer')} on a {steps:,}-step schedule; {where}")
         live = self.live_bytes()
         step = int(np.argmax(live))
-        where = self.schedule[step] if step < len(self.schedule) else "?"
+        at = self.schedule[step] if step < len(self.schedule) else "?"
         at_peak = sorted((r for r in rows if r.start <= step < r.end), key=lambda r: -r.size)
-        lines.append(f"max-live {format_size(int(live[step]))} at step {step} ({where}), {len(at_peak)} buffers live:")
+        lines.append(f"max-live {format_size(int(live[step]))} at step {step} ({at}), {plural(len(at_peak), 'buffer')} live:")
         lines.append(_table(at_peak[:top], len(at_peak) - top))
+        if len(at_peak) == len(rows) and len(rows) <= top:
+            return "\n".join([*lines, "largest buffers: those above (every buffer is live at max-live)"])
         ordered = sorted(rows, key=lambda r: (-r.size, r.start))
         lines.append("largest buffers:")
         lines.append(_table(ordered[:top], len(ordered) - top))
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (
+            f"Plan({self._title()}: arena_bytes={self.arena_bytes}, lower_bound={self.lower_bound}, "
+            f"buffers={len(self.buffers)})"
+        )
+
+    def __str__(self) -> str:
+        """A short summary; `report()` has the tables, `module` the planned IR."""
+        return (
+            f"{self._title()}: arena {format_size(self.arena_bytes)} for {plural(len(self.buffers), 'buffer')}, "
+            f"lower bound {format_size(self.lower_bound)}, total {format_size(self.total_bytes)}"
+            " (plan.report() for details, plan.module for the planned IR)"
+        )
 
     def _title(self) -> str:
         name = getattr(self.function, "__name__", None) or _function(self.module).sym_name.data
@@ -156,6 +187,21 @@ class Plan:
             "starts": [r.start for r in rows],
             "ends": [r.end for r in rows],
         }
+
+
+def check_top(top) -> None:
+    """`top`, the rows of each report table, must be a positive integer."""
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise JaxallocError(f"top must be a positive number of rows per table, got {top!r}")
+
+
+def _bytes(size: int) -> str:
+    """`1.50 KiB (1,536 B)`; bytes alone below 1 KiB."""
+    return format_size(size) if size < 1024 else f"{format_size(size)} ({size:,} B)"
+
+
+def _ratio(part: int, whole: int, spec: str) -> str:
+    return format(part / whole, spec) if whole else "n/a"
 
 
 def _table(rows, more: int) -> str:

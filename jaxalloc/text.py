@@ -16,6 +16,11 @@ def format_size(size: float) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(count: int, noun: str) -> str:
+    """`1 buffer`, `2 buffers`, `1,042 buffers`."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], left: Collection[int] = (0,), indent: str = "") -> list[str]:
     """The lines of a table with aligned columns: those in `left` flush left, the rest (numbers)
     flush right."""

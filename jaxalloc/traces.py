@@ -159,6 +159,7 @@ def run_trace_command(ns) -> None:
     elapsed = time.perf_counter() - began
     check_allocation(problem, plan)
     bound = lower_bound(problem)
+    total = int(problem.padded_sizes.sum())
     chosen = ns.allocator if plan.allocator == ns.allocator else f"{ns.allocator} (won by {plan.allocator})"
     rows = [
         ("trace", os.fspath(ns.file)),
@@ -168,6 +169,8 @@ def run_trace_command(ns) -> None:
         ("lower bound", f"{bound:,} B (max-live)"),
         ("peak", f"{plan.peak:,} B"),
         ("peak / bound", f"{plan.peak / bound:.4f}"),
+        ("total size", f"{total:,} B (every buffer in its own memory)"),
+        ("footprint", f"{plan.peak / total:.1%} (peak / total)"),
         ("planning time", f"{elapsed:.3f} s"),
     ]
     if plan.proven_optimal is not None:

@@ -152,3 +152,31 @@ def test_rows_are_named_as_the_ir_names_their_values(tmp_path: Path):
     assert [n[-5:] for n in ring] == ["[0/2]", "[1/2]"]
     plan.to_csv(tmp_path / "plan.csv")
     assert ring[0] in (tmp_path / "plan.csv").read_text()
+
+
+def test_report_has_onnc_figures(plan):
+    total = sum(r.size for r in plan.buffers)
+    assert plan.total_bytes == total
+    assert f"footprint {plan.arena_bytes / total:.1%} (arena / total)" in plan.report()
+
+
+def test_short_plans_read_well():
+    one = jaxalloc.planned(lambda x: jnp.sin(x).sum()).plan(jnp.ones(4))
+    text = one.report()
+    assert "1 buffer on a 2-step schedule" in text and "1 buffer live:" in text
+    assert text.count("defined by") == 1 and text.endswith("largest buffers: those above (every buffer is live at max-live)")
+    assert str(one) == (
+        "<lambda> (nnc, 64 B alignment): arena 64 B for 1 buffer, lower bound 64 B, total 64 B "
+        "(plan.report() for details, plan.module for the planned IR)"
+    )
+    assert "jx.func" not in repr(one)
+    empty = jaxalloc.planned(jnp.sin).plan(jnp.ones(4)).report()
+    assert "nothing to plan: every value is an argument, a constant or an output" in empty
+    with pytest.raises(jaxalloc.JaxallocError, match="top must be a positive number of rows per table, got 0"):
+        one.report(top=0)
+
+
+@pytest.mark.parametrize("top", ["0", "-3"])
+def test_plan_command_refuses_top_below_one(top, capsys):
+    assert main(["plan", "no_module_needed:f", "f32[4]", "--top", top]) == 2
+    assert capsys.readouterr().err == f"jaxalloc plan: error: top must be a positive number of rows per table, got {top}\n"

@@ -49,6 +49,8 @@ def test_plans_a_trace_and_prints_the_summary(tmp_path, capsys):
     assert fields["lower bound"] == "12 B (max-live)"
     assert fields["peak"] == "12 B"
     assert fields["peak / bound"] == "1.0000"
+    assert fields["total size"] == "20 B (every buffer in its own memory)"
+    assert fields["footprint"] == "60.0% (peak / total)"
     assert fields["planning time"].endswith(" s")
 
 
