@@ -180,3 +180,23 @@ def test_short_plans_read_well():
 def test_plan_command_refuses_top_below_one(top, capsys):
     assert main(["plan", "no_module_needed:f", "f32[4]", "--top", top]) == 2
     assert capsys.readouterr().err == f"jaxalloc plan: error: top must be a positive number of rows per table, got {top}\n"
+
+
+def test_chart_ticks_legend_and_nearly_equal_peak_and_bound():
+    from jaxalloc.chart import draw_plan
+
+    mib = 2**20
+    peak = 200 * mib
+    figure = draw_plan(
+        names=["a", "b"], sizes=[120 * mib, 80 * mib], offsets=[0, 120 * mib], starts=[0, 0], ends=[4, 4],
+        peak=peak, bound=peak - 64, title="near",
+    )
+    figure.canvas.draw()
+    axes = figure.axes[0]
+    ticks = [t for t in axes.get_yticks() if 0 <= t <= axes.get_ylim()[1]]
+    labels = [t.get_text() for t in axes.get_yticklabels() if 0 <= t.get_position()[1] <= axes.get_ylim()[1]]
+    assert ticks[1] - ticks[0] == 32 * mib and labels[:3] == ["0 B", "32 MiB", "64 MiB"]
+    renderer = figure.canvas.get_renderer()
+    assert axes.get_legend().get_window_extent(renderer).y1 <= axes.get_window_extent(renderer).y0
+    named = {t.get_text(): t.get_window_extent(renderer) for t in axes.texts if t.get_text() in ("peak", "lower bound")}
+    assert named["peak"].y0 >= named["lower bound"].y1  # apart though 64 B apart
