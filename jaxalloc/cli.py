@@ -85,6 +85,7 @@ def _add_plan(commands) -> None:
     p.add_argument("--top", type=int, default=10, help="buffers listed in each table of the report (default: 10)")
     p.add_argument("--out", metavar="PLAN.csv", help="write the plan: tensor_name,size,offset,start_time,end_time")
     p.add_argument("--plot", metavar="PNG", help="write a Gantt chart with the largest buffers labelled")
+    p.add_argument("--perfetto", metavar="JSON", help="write a Chrome trace-event file for the Perfetto UI")
     p.set_defaults(run=_run_plan)
 
 
@@ -101,6 +102,9 @@ def _run_plan(ns) -> None:
     if ns.plot:
         plan.plot(ns.plot)
         print(f"wrote {ns.plot}")
+    if ns.perfetto:
+        plan.to_perfetto(ns.perfetto)
+        print(f"wrote {ns.perfetto} (open it in ui.perfetto.dev)")
 
 
 def _add_compare(commands) -> None:

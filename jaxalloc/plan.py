@@ -29,6 +29,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError, check_alignment
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
+from jaxalloc.perfetto import write_trace_events
 from jaxalloc.plan_check import PlanCheck, check_planned
 from jaxalloc.text import format_size, plural, text_table
 from jaxalloc.xla_memory import XlaComparison, compare_with_xla
@@ -94,6 +95,17 @@ class Plan:
             bound=self.lower_bound,
             title=title if title is not None else self._title(),
             labels=[r.label for r in self.buffers],
+        )
+
+    def to_perfetto(self, path) -> None:
+        """A Chrome trace-event JSON file to open in the Perfetto UI (ui.perfetto.dev): one track group per
+        region, a slice per buffer over its lifetime (offset and size in its args), a counter of live bytes."""
+        write_trace_events(
+            path,
+            **self._columns(),
+            regions=[r.region for r in self.buffers],
+            labels=[r.label for r in self.buffers],
+            title=self._title(),
         )
 
     def compare_xla(self) -> XlaComparison:
