@@ -43,3 +43,13 @@ def test_shipped_traces_keep_their_licences():
     for folder in ("minimalloc", "somas"):
         assert (traces / folder / "LICENSE").is_file()
         assert any((traces / folder).glob("*.csv"))
+
+
+def test_readme_states_the_tolerance_the_tests_use():
+    from differential import FLOAT_TOLERANCE, LOW_PRECISION_ULPS
+
+    assert "same pytree and values as" not in README  # op-by-op rounding: equal within tolerance only
+    assert "within float tolerance" in README and "jax.disable_jit()" in README
+    rtol, atol = (f"{FLOAT_TOLERANCE[k]:g}".replace("e-0", "e-") for k in ("rtol", "atol"))
+    assert f"`rtol={rtol}, atol={atol}` for float32 programs" in README
+    assert f"{LOW_PRECISION_ULPS} eps of the narrowest float type" in README
