@@ -124,6 +124,7 @@ class Plan:
             arena_bytes=self.arena_bytes,
             lower_bound=self.lower_bound,
             include_outputs=self.include_outputs,
+            total_bytes=self.total_bytes,
         )
 
     def live_bytes(self) -> np.ndarray:
