@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
 from jaxalloc.allocators import get_allocator
-from jaxalloc.errors import UnsupportedProgramError, check_alignment
+from jaxalloc.errors import UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
@@ -176,15 +176,14 @@ def _needs_static(e: Exception) -> bool:
 def _tracing_error(name: str, e: Exception) -> UnsupportedProgramError:
     """One line for a failed trace; where a Python value had to be concrete, it says which argument
     (JAX's own words) and suggests static_argnums / static_argnames, as `jax.jit` does."""
-    lines = [line.strip() for line in str(e).strip().splitlines()] or [""]
     if not _needs_static(e):
-        return UnsupportedProgramError(f"tracing {name} with these arguments failed: {type(e).__name__}: {lines[0]}")
-    found = next(filter(None, (_ARGUMENT.search(line) for line in lines)), None)
+        return UnsupportedProgramError(f"tracing {name} with these arguments failed: {first_line(e)}")
+    found = _ARGUMENT.search(str(e))
     which = f"; it depends on the value of the argument {found[1]}" if found else ""
     static = f"static_argnames={found[1]!r}" if found else "static_argnums=... or static_argnames=..."
     return UnsupportedProgramError(
         f"{name} cannot be planned: a shape or Python control flow depends on input values "
-        f"({type(e).__name__}: {lines[0].rstrip('.')}{which}). If that is a Python value such as a size, mark it "
+        f"({first_line(e).rstrip('.')}{which}). If that is a Python value such as a size, mark it "
         f"static as with jax.jit: planned({name}, {static}); if it is array data, give data-dependent ops a "
         "static size (e.g. jnp.nonzero(x, size=N)) and use lax.cond / lax.while_loop for control flow."
     )

@@ -90,7 +90,7 @@ def _add_plan(commands) -> None:
 
 
 def _run_plan(ns) -> None:
-    from jaxalloc.plan import check_top
+    from jaxalloc.errors import check_top
 
     check_top(ns.top)
     _, _, plan = _plan_target(ns)

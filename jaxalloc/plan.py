@@ -26,7 +26,7 @@ from jaxalloc.assignment import BlockPlan, Row, plan_function, plan_rows
 from jaxalloc.chart import plot_plan, write_plan_csv
 from jaxalloc.checker import check_plan
 from jaxalloc.dialects import jx
-from jaxalloc.errors import JaxallocError, check_alignment
+from jaxalloc.errors import JaxallocError, check_alignment, check_top
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
 from jaxalloc.perfetto import write_trace_events
@@ -200,12 +200,6 @@ class Plan:
             "starts": [r.start for r in rows],
             "ends": [r.end for r in rows],
         }
-
-
-def check_top(top) -> None:
-    """`top`, the rows of each report table, must be a positive integer."""
-    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
-        raise JaxallocError(f"top must be a positive number of rows per table, got {top!r}")
 
 
 def _bytes(size: int) -> str:

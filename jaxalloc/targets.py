@@ -18,7 +18,7 @@ from types import ModuleType
 import jax
 import numpy as np
 
-from jaxalloc.errors import JaxallocError
+from jaxalloc.errors import JaxallocError, first_line
 
 DTYPES = {
     "bool": np.bool_,
@@ -97,13 +97,11 @@ def load_function_and_args(target: str, specs: list[str], args_from: str | None)
     if args_from is not None:
         if specs:
             raise JaxallocError("give either shape specs or --args-from, not both")
+        make_args = _attribute(module, args_from)
         try:
-            args = _attribute(module, args_from)()
-        except JaxallocError:
-            raise
+            args = make_args()
         except Exception as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise JaxallocError(f"--args-from {args_from}() raised {type(e).__name__}: {first}") from e
+            raise JaxallocError(f"--args-from {args_from}() raised {first_line(e)}") from e
         return fn, tuple(args) if isinstance(args, (tuple, list)) else (args,)
     if not specs:
         raise JaxallocError("give example arguments: shape specs such as f32[64,512], or --args-from FUNCTION")
