@@ -18,7 +18,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove
 
 from jaxalloc.allocators import Problem, get_allocator
 from jaxalloc.allocators.bound import max_live
@@ -254,11 +256,34 @@ def _row_values(plan: BlockPlan):
             yield from _row_values(child)
 
 
+def _ir_namer(module: ModuleOp) -> Printer:
+    """A printer that has named every value of `module` as printing it would (`f_1` for a second `f`,
+    numbers for values without a name hint), visiting values in print order without printing the ops,
+    which would cost more than planning small modules."""
+    printer = Printer(stream=io.StringIO())
+
+    def visit(op: Operation) -> None:
+        for result in op.results:
+            printer.print_ssa_value(result)
+        isolated = op.has_trait(IsolatedFromAbove)
+        if isolated:
+            printer.enter_scope()
+        for block in (block for region in op.regions for block in region.blocks):
+            for arg in block.args:
+                printer.print_ssa_value(arg)
+            for inner in block.ops:
+                visit(inner)
+        if isolated:
+            printer.exit_scope()
+
+    visit(module)
+    return printer
+
+
 def _named_as_in_ir(module: ModuleOp, plan: BlockPlan, rows: list[Row]) -> tuple[Row, ...]:
     """The rows named as the printed IR names their values (`f_1`, `0`), with the slot of a ring
     (`n[0/2]`), so that reports, charts and CSVs can be read beside the IR."""
-    printer = Printer(stream=io.StringIO())
-    printer.print_op(module)
+    printer = _ir_namer(module)
     values = list(_row_values(plan))
     assert len(values) == len(rows) and all(r.name == (v.name_hint or "%") for r, (v, _) in zip(rows, values))
     return tuple(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import io
 import os
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import jaxalloc
 from jaxalloc.chart import plot_plan
 from jaxalloc.cli import main
 from jaxalloc.frontend import value_label
+from jaxalloc.plan import _ir_namer
+from xdsl.printer import Printer
 
 HERE = os.path.basename(__file__)
 
@@ -148,6 +151,11 @@ def test_rows_are_named_as_the_ir_names_their_values(tmp_path: Path):
         base, _, slot = r.name.partition("[")
         assert f"%{base} = " in ir or f"%{base}, " in ir, r.name
         assert (r.repeat == 1) == (slot == "")
+    printed, namer = Printer(stream=io.StringIO()), _ir_namer(plan.module)
+    printed.print_op(plan.module)
+    ops = list(plan.module.walk())
+    values = [v for op in ops for v in op.results] + [a for op in ops for r in op.regions for b in r.blocks for a in b.args]
+    assert [printed.print_ssa_value(v) for v in values] == [namer.print_ssa_value(v) for v in values]
     ring = [n for n, r in zip(names, plan.buffers) if r.repeat == 2]
     assert [n[-5:] for n in ring] == ["[0/2]", "[1/2]"]
     plan.to_csv(tmp_path / "plan.csv")
