@@ -241,7 +241,11 @@ class Planned:
     def _trace(self, statics: _Statics, treedef, avals) -> _Traced:
         name = getattr(self._fun, "__name__", "main")
         args, kwargs = statics.merge(*jax.tree_util.tree_unflatten(treedef, avals))
-        jitted = jax.jit(self._fun, static_argnums=self.static_argnums, static_argnames=self.static_argnames)
+        @functools.wraps(self._fun)  # its signature names the arguments in JAX's messages
+        def fresh(*args, **kwargs):  # a new function: jax.jit(f) elsewhere must not share this trace
+            return self._fun(*args, **kwargs)
+
+        jitted = jax.jit(fresh, static_argnums=self.static_argnums, static_argnames=self.static_argnames)
         try:
             traced = jitted.trace(*args, **kwargs)
         except Exception as e:
