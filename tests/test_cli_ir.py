@@ -80,8 +80,8 @@ def test_ir_errors_are_one_line(model_file, capsys, argv, message):
 def test_repository_modules_load_by_name_or_path(module, monkeypatch):
     """xdsl installs a top-level `benchmarks` package; the repository's own benchmarks.models wins."""
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    fn, args = load_function_and_args(f"{module}:transformer_layer", [], "transformer_layer_args")
-    assert fn.__name__ == "transformer_layer" and len(args) == 7
+    fn, args = load_function_and_args(f"{module}:transformer_layer", ["f32[32,64]"], None)
+    assert fn.__name__ == "transformer_layer" and fn.__code__.co_filename.endswith("benchmarks/models.py")
 
 
 def test_64_bit_specs_need_x64(model_file, capsys):
