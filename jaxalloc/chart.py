@@ -23,7 +23,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MultipleLocator
 
-from jaxalloc.text import format_size
+from jaxalloc.text import binary_label, format_size
 
 LABEL_LIMIT = 40
 LARGEST_LABELLED = 12
@@ -106,14 +106,6 @@ def _line(axes, y: int, name: str, color: str, style: str, above: bool) -> None:
 def binary_step(top: float) -> int:
     """A tick step of a power of two bytes giving 4 to 8 ticks up to ``top``: 32 MiB, not 47.68 MiB."""
     return 2 ** max(0, math.floor(math.log2(max(top, 1) / 4)))
-
-
-def binary_label(value: float) -> str:
-    """`0 B`, `512 B`, `1.5 KiB`, `32 MiB`: a tick label in the largest binary unit it reaches."""
-    for power, unit in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
-        if abs(value) >= 1024**power:
-            return f"{value / 1024**power:g} {unit}"
-    return f"{value:g} B"
 
 
 def _label(figure, axes, names, labels, starts, ends, offsets, sizes, every: bool) -> None:
