@@ -1,13 +1,13 @@
 """Every allocator on the public lifetime traces: peak / max-live bound and planning time.
 
-Prints one Markdown table over ``../shared/traces/`` (relative to the repository root): one row per
+Prints one Markdown table over ``benchmarks/traces/`` (the traces shipped with the repository): one row per
 trace, one column per allocator, each cell ``peak/bound (planning time)``; the ``best`` cell also
 names the allocator that won, and the ``search`` cell says ``optimal`` when the plan is proven
 optimal (its peak is the bound, or ``peak - alignment`` bytes were proven not to fit). Allocators
 that take a time limit (``search``) get ``--time-limit`` seconds, 60 by default. Every plan is
 verified by the independent checker first.
 
-    python benchmarks/traces.py                 # the shared traces
+    python benchmarks/traces.py                 # the traces in benchmarks/traces/
     python benchmarks/traces.py --synthetic     # and the 20,000-buffer training-step trace
     python benchmarks/traces.py --traces DIR --allocators nnc,best,search --time-limit 10
 """
@@ -27,7 +27,7 @@ from jaxalloc.checker import check_allocation
 from jaxalloc.traces import read_trace
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TRACES = REPO.parent / "shared" / "traces"
+DEFAULT_TRACES = REPO / "benchmarks" / "traces"
 
 
 def trace_files(root: Path) -> list[Path]:

@@ -7,20 +7,21 @@ shapes, dtypes, weak types) and caches what it built for that signature.
 from __future__ import annotations
 
 import functools
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
 import jax
 import numpy as np
-from jax._src import core
+from jax._src import api_util, core
 from jax._src.lax import lax as lax_internal
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
 from jaxalloc.allocators import get_allocator
-from jaxalloc.errors import UnsupportedProgramError
+from jaxalloc.errors import UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
@@ -54,6 +55,9 @@ class RunStats:
     peak_live_bytes: int | None = None
     """With `measure_memory=True`: bytes in use before the call and at most during it, sampled after
     every op (the device's `memory_stats()` where it reports them, else `jax.live_arrays()`)."""
+
+
+_ARGUMENT = re.compile(r"depends on the value of the argument (\w+)")
 
 
 class _OpCounter:
@@ -136,50 +140,117 @@ def _signature(args, kwargs) -> tuple[Any, tuple[jax.ShapeDtypeStruct, ...]]:
     return treedef, tuple(_abstract(path, leaf) for path, leaf in leaves)
 
 
+@dataclass(frozen=True)
+class _Statics:
+    """The static arguments of one call, by position and by name, as `jax.jit` takes them: part of
+    the cache key, never traced."""
+
+    positional: tuple[tuple[int, Any], ...]
+    keyword: tuple[tuple[str, Any], ...]
+
+    def merge(self, args, kwargs) -> tuple[tuple, dict]:
+        """The full arguments: the dynamic ones with the static ones put back in their places."""
+        merged = list(args)
+        for i, value in self.positional:
+            merged.insert(i, value)
+        return tuple(merged), {**kwargs, **dict(self.keyword)}
+
+    def bind(self, fun: Callable) -> Callable:
+        """`fun` with these static arguments filled in: a function of the dynamic ones (for XLA)."""
+        if not self.positional and not self.keyword:
+            return fun
+
+        def bound(*args, **kwargs):
+            args, kwargs = self.merge(args, kwargs)
+            return fun(*args, **kwargs)
+
+        bound.__name__ = getattr(fun, "__name__", "main")
+        return bound
+
+
+def _needs_static(e: Exception) -> bool:
+    """Whether tracing failed because a traced value had to be a concrete Python value."""
+    return isinstance(e, _DATA_DEPENDENT) or "static_argnums" in str(e)
+
+
+def _tracing_error(name: str, e: Exception) -> UnsupportedProgramError:
+    """One line for a failed trace; where a Python value had to be concrete, it says which argument
+    (JAX's own words) and suggests static_argnums / static_argnames, as `jax.jit` does."""
+    if not _needs_static(e):
+        return UnsupportedProgramError(f"tracing {name} with these arguments failed: {first_line(e)}")
+    found = _ARGUMENT.search(str(e))
+    which = f"; it depends on the value of the argument {found[1]}" if found else ""
+    static = f"static_argnames={found[1]!r}" if found else "static_argnums=... or static_argnames=..."
+    return UnsupportedProgramError(
+        f"{name} cannot be planned: a shape or Python control flow depends on input values "
+        f"({first_line(e).rstrip('.')}{which}). If that is a Python value such as a size, mark it "
+        f"static as with jax.jit: planned({name}, {static}); if it is array data, give data-dependent ops a "
+        "static size (e.g. jnp.nonzero(x, size=N)) and use lax.cond / lax.while_loop for control flow."
+    )
+
+
 class Planned:
     """A function planned by jaxalloc; call it like the original function."""
 
     def __init__(
-        self, fun: Callable, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+        self,
+        fun: Callable,
+        mode: str = "arena",
+        allocator: str = "nnc",
+        alignment: int = 64,
+        measure_memory: bool = False,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
     ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
         get_allocator(allocator)
+        alignment = check_alignment(alignment)
         functools.update_wrapper(self, fun)
         self._fun = fun
         self.mode, self.allocator, self.alignment, self.measure_memory = mode, allocator, alignment, measure_memory
+        *_, self.static_argnums, self.static_argnames = api_util.resolve_argnums(
+            fun, api_util.fun_signature(fun), None, None, static_argnums, static_argnames
+        )
         self.last_run: RunStats | None = None
         self._cache: dict[Any, _Traced] = {}
 
+    def _split(self, args, kwargs) -> tuple[_Statics, tuple, dict]:
+        """The call's static arguments, and its dynamic positional and keyword arguments."""
+        numbers = {i if i >= 0 else i + len(args) for i in self.static_argnums}
+        statics = _Statics(
+            tuple((i, a) for i, a in enumerate(args) if i in numbers),
+            tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames)),
+        )
+        dynamic = tuple(a for i, a in enumerate(args) if i not in numbers)
+        return statics, dynamic, {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+
     def _traced(self, args, kwargs) -> _Traced:
+        """What this call's signature traced to."""
+        statics, args, kwargs = self._split(args, kwargs)
         treedef, avals = _signature(args, kwargs)
-        key = (treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals))
-        traced = self._cache.get(key)
+        key = (statics, treedef, tuple((a.shape, a.dtype, a.weak_type) for a in avals))
+        try:
+            traced = self._cache.get(key)
+        except TypeError as e:
+            raise UnsupportedProgramError(f"static arguments must be hashable, as with jax.jit: {e}") from None
         if traced is None:
-            traced = self._cache[key] = self._trace(treedef, avals)
+            traced = self._cache[key] = self._trace(statics, treedef, avals)
         return traced
 
-    def _trace(self, treedef, avals) -> _Traced:
-        def flat_fun(*flat):
-            args, kwargs = jax.tree_util.tree_unflatten(treedef, flat)
+    def _trace(self, statics: _Statics, treedef, avals) -> _Traced:
+        name = getattr(self._fun, "__name__", "main")
+        args, kwargs = statics.merge(*jax.tree_util.tree_unflatten(treedef, avals))
+        @functools.wraps(self._fun)  # its signature names the arguments in JAX's messages
+        def fresh(*args, **kwargs):  # a new function: jax.jit(f) elsewhere must not share this trace
             return self._fun(*args, **kwargs)
 
-        name = getattr(self._fun, "__name__", "main")
+        jitted = jax.jit(fresh, static_argnums=self.static_argnums, static_argnames=self.static_argnames)
         try:
-            closed, out_shape = jax.make_jaxpr(flat_fun, return_shape=True)(*avals)
-        except _DATA_DEPENDENT as e:
-            first_line = str(e).strip().splitlines()[0]
-            raise UnsupportedProgramError(
-                f"{name} cannot be planned: a shape or Python control flow depends on input values "
-                f"({type(e).__name__}: {first_line}). Give data-dependent ops a static size "
-                "(e.g. jnp.nonzero(x, size=N)) and use lax.cond / lax.while_loop for control flow."
-            ) from None
+            traced = jitted.trace(*args, **kwargs)
         except Exception as e:
-            first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            raise UnsupportedProgramError(
-                f"tracing {name} with these arguments failed: {type(e).__name__}: {first_line}"
-            ) from e
-        out_tree = jax.tree_util.tree_structure(out_shape)
+            raise _tracing_error(name, e) from (None if _needs_static(e) else e)
+        closed, out_tree = traced.jaxpr, jax.tree_util.tree_structure(traced.out_info)
         func_name = name if name.isidentifier() else "main"
         return _Traced(closed, out_tree, convert(closed, func_name))
 
@@ -191,14 +262,34 @@ class Planned:
         """The jx module (before planning) for these arguments; arguments may be ShapeDtypeStructs."""
         return self._traced(args, kwargs).converted.module
 
-    def plan(self, *args, allocator: str | None = None, alignment: int | None = None, include_outputs: bool = False) -> Plan:
+    def plan(
+        self, *args, allocator: str | None = None, alignment: int | None = None, include_outputs: bool = False, **kwargs
+    ) -> Plan:
         """The arena plan for these arguments (arguments may be ShapeDtypeStructs); the allocator and
         alignment default to the function's own."""
-        allocator, alignment = allocator or self.allocator, alignment or self.alignment
-        return make_plan(self.lower(*args), allocator, alignment, include_outputs, function=self._fun, args=args)
+        allocator = allocator if allocator is not None else self.allocator
+        alignment = alignment if alignment is not None else self.alignment
+        module = self.lower(*args, **kwargs)
+        statics, args, kwargs = self._split(args, kwargs)
+        return make_plan(
+            module,
+            allocator,
+            alignment,
+            include_outputs,
+            function=statics.bind(self._fun),
+            args=args,
+            kwargs=kwargs,
+        )
 
     def __call__(self, *args, **kwargs):
+        for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
+            if isinstance(leaf, jax.ShapeDtypeStruct):
+                raise UnsupportedProgramError(
+                    f"{_describe(path)} is a jax.ShapeDtypeStruct, which has no values to run on: call with "
+                    f"arrays, or use .lower(...) / .plan(...) for abstract arguments"
+                )
         traced = self._traced(args, kwargs)
+        _, args, kwargs = self._split(args, kwargs)
         counter = _OpCounter()
         sampler = LiveBytesSampler() if self.measure_memory else None
         start = time.perf_counter()
@@ -213,27 +304,60 @@ class Planned:
 
 @overload
 def planned(
-    fun: Callable, /, *, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+    fun: Callable,
+    /,
+    *,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Iterable[str] | None = None,
+    mode: str = "arena",
+    allocator: str = "nnc",
+    alignment: int = 64,
+    measure_memory: bool = False,
 ) -> Planned: ...
 @overload
 def planned(
-    fun: None = None, /, *, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+    fun: None = None,
+    /,
+    *,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Iterable[str] | None = None,
+    mode: str = "arena",
+    allocator: str = "nnc",
+    alignment: int = 64,
+    measure_memory: bool = False,
 ) -> Callable[[Callable], Planned]: ...
 
 
 def planned(
-    fun: Callable | None = None, /, *, mode: str = "arena", allocator: str = "nnc", alignment: int = 64, measure_memory: bool = False
+    fun: Callable | None = None,
+    /,
+    *,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Iterable[str] | None = None,
+    mode: str = "arena",
+    allocator: str = "nnc",
+    alignment: int = 64,
+    measure_memory: bool = False,
 ):
     """Trace `fun` to a jx module (once per input signature), plan it, and run it op by op, like `jax.jit`.
 
-    Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `mode="arena"` (the
+    Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `static_argnums` /
+    `static_argnames` mark arguments static as `jax.jit` does (hashable Python values such as sizes:
+    part of the signature, never traced). `mode="arena"` (the
     default) runs every planned value inside one arena at its planned offset; `mode="checked"` runs
     in the arena with shadow memory, checking that every read finds the value it expects (raises
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
     jax arrays. `measure_memory=True` samples the bytes in use after every op into
     `last_run`.
     """
-    options = dict(mode=mode, allocator=allocator, alignment=alignment, measure_memory=measure_memory)
+    options = dict(
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        mode=mode,
+        allocator=allocator,
+        alignment=alignment,
+        measure_memory=measure_memory,
+    )
     if fun is None:
         return functools.partial(planned, **options)
     return Planned(fun, **options)

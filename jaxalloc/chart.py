@@ -6,12 +6,14 @@ traces and jaxpr plans share them. The chart draws every buffer as one rectangle
 get different colours, outlines are drawn up to a few thousand buffers, and labels (the name, and
 where given what defines the buffer) are written inside the rectangles of every buffer when there
 are few, else of the largest ones, wherever the text fits (across, on two lines, or upright). The
-peak and the lower bound are horizontal lines, so the gap between them is visible at a glance.
+peak and the lower bound are horizontal lines named at the right edge (apart even when they nearly
+coincide), the legend sits below the axes, and addresses are ticked at power-of-two steps.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Sequence
 
 import matplotlib
@@ -19,9 +21,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MultipleLocator
 
-from jaxalloc.text import format_size
+from jaxalloc.text import binary_label, format_size
 
 LABEL_LIMIT = 40
 LARGEST_LABELLED = 12
@@ -29,8 +31,13 @@ OUTLINE_LIMIT = 3000
 PLAN_CSV_COLUMNS = ("tensor_name", "size", "offset", "start_time", "end_time")
 
 
-def plot_plan(
-    path: str,
+def plot_plan(path: str, **chart) -> None:
+    """Writes a Gantt chart of a plan to ``path`` (PNG, or any format matplotlib infers from the name);
+    the keywords are those of `draw_plan`."""
+    draw_plan(**chart).savefig(path)
+
+
+def draw_plan(
     *,
     names: Sequence[str],
     sizes,
@@ -41,8 +48,8 @@ def plot_plan(
     bound: int | None = None,
     title: str | None = None,
     labels: Sequence[str] | None = None,
-) -> None:
-    """Writes a Gantt chart of a plan to ``path`` (PNG, or any format matplotlib infers from the name).
+) -> Figure:
+    """A Gantt chart of a plan: time on x, address on y, peak and bound as lines named at the right.
 
     ``labels`` (one per buffer, e.g. the primitive and source line that define it) are written after
     the names of the labelled buffers: all of them when there are at most ``LABEL_LIMIT``, else the
@@ -66,23 +73,39 @@ def plot_plan(
             rasterized=not few,
         )
     )
-    axes.axhline(peak, color="crimson", linestyle="--", linewidth=1.2, label=f"peak {format_size(peak)}")
+    _line(axes, peak, "peak", "crimson", "--", above=True)
     if bound is not None:
-        axes.axhline(bound, color="seagreen", linestyle=":", linewidth=1.5, label=f"lower bound {format_size(bound)}")
+        _line(axes, bound, "lower bound", "seagreen", ":", above=False)
     low = int(starts.min()) if n else 0
     high = int(ends.max()) if n else 1
     axes.set_xlim(low, max(high, low + 1))
     axes.set_ylim(0, max(peak, bound or 0, 1) * 1.06)
     _label(figure, axes, names, labels, starts, ends, offsets, sizes, every=few)
-    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: format_size(value)))
+    axes.yaxis.set_major_locator(MultipleLocator(binary_step(axes.get_ylim()[1])))
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: binary_label(value)))
     axes.set_xlabel("time (schedule step)")
     axes.set_ylabel("address")
     summary = f"{n:,} buffers, peak {format_size(peak)}"
     if bound:
         summary += f", bound {format_size(bound)} (peak / bound {peak / bound:.4f})"
     axes.set_title(f"{title}\n{summary}" if title else summary, fontsize=10)
-    axes.legend(loc="upper right", fontsize=8)
-    figure.savefig(path)
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.09), ncols=2, fontsize=8)  # below the axes, not on the buffers
+    return figure
+
+
+def _line(axes, y: int, name: str, color: str, style: str, above: bool) -> None:
+    """A horizontal line named at the right edge, the peak's name above its line and the bound's below,
+    so the two stay apart when they nearly coincide."""
+    axes.axhline(y, color=color, linestyle=style, linewidth=1.4, label=f"{name} {format_size(y)} ({y:,} B)")
+    axes.annotate(
+        name, xy=(1.0, y), xycoords=("axes fraction", "data"), xytext=(3, 2 if above else -2),
+        textcoords="offset points", va="bottom" if above else "top", color=color, fontsize=8,
+    )
+
+
+def binary_step(top: float) -> int:
+    """A tick step of a power of two bytes giving 4 to 8 ticks up to ``top``: 32 MiB, not 47.68 MiB."""
+    return 2 ** max(0, math.floor(math.log2(max(top, 1) / 4)))
 
 
 def _label(figure, axes, names, labels, starts, ends, offsets, sizes, every: bool) -> None:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from pathlib import Path
 
 from jaxalloc.errors import JaxallocError
 
@@ -18,6 +20,7 @@ def _add_target(p) -> None:
         metavar="FUNCTION",
         help="a function in the same module returning the example arguments (a tuple)",
     )
+    p.add_argument("--x64", action="store_true", help="turn on JAX's 64-bit types (as JAX_ENABLE_X64=1) for i64/u64/f64/c128")
 
 
 def _add_ir(commands) -> None:
@@ -66,9 +69,11 @@ def _add_function_target(p) -> None:
 def _plan_target(ns):
     from jaxalloc.allocators import get_allocator
     from jaxalloc.api import planned
+    from jaxalloc.errors import check_alignment
     from jaxalloc.targets import load_function_and_args
 
     get_allocator(ns.allocator)
+    check_alignment(ns.alignment)
     fn, args = load_function_and_args(ns.target, ns.args, ns.args_from)
     plan = planned(fn).plan(*args, allocator=ns.allocator, alignment=ns.alignment, include_outputs=ns.include_outputs)
     return fn, args, plan
@@ -80,10 +85,14 @@ def _add_plan(commands) -> None:
     p.add_argument("--top", type=int, default=10, help="buffers listed in each table of the report (default: 10)")
     p.add_argument("--out", metavar="PLAN.csv", help="write the plan: tensor_name,size,offset,start_time,end_time")
     p.add_argument("--plot", metavar="PNG", help="write a Gantt chart with the largest buffers labelled")
+    p.add_argument("--perfetto", metavar="JSON", help="write a Chrome trace-event file for the Perfetto UI")
     p.set_defaults(run=_run_plan)
 
 
 def _run_plan(ns) -> None:
+    from jaxalloc.errors import check_top
+
+    check_top(ns.top)
     _, _, plan = _plan_target(ns)
     plan.check()
     print(plan.report(top=ns.top))
@@ -93,6 +102,9 @@ def _run_plan(ns) -> None:
     if ns.plot:
         plan.plot(ns.plot)
         print(f"wrote {ns.plot}")
+    if ns.perfetto:
+        plan.to_perfetto(ns.perfetto)
+        print(f"wrote {ns.perfetto} (open it in ui.perfetto.dev)")
 
 
 def _add_compare(commands) -> None:
@@ -124,16 +136,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_outputs(ns) -> None:
+    """Refuse, before any work, an output file that cannot be written: a missing directory, a directory,
+    a chart in a format matplotlib does not write."""
+    for option in ("out", "plot", "perfetto"):
+        path = getattr(ns, option, None)
+        if path is None:
+            continue
+        where = Path(path)
+        if where.is_dir():
+            raise JaxallocError(f"--{option} {path} is a directory; give a file name")
+        if not where.parent.is_dir():
+            raise JaxallocError(f"--{option} {path}: no directory {where.parent}; create it first")
+    if getattr(ns, "plot", None) is not None:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        formats = FigureCanvasBase.get_supported_filetypes()
+        suffix = Path(ns.plot).suffix.lstrip(".").lower()
+        if suffix not in formats:
+            raise JaxallocError(
+                f"--plot {ns.plot}: end the name with an image format matplotlib writes: {', '.join(sorted(formats))}"
+            )
+
+
+def _x64(ns):
+    """JAX's 64-bit types for the command, where `--x64` asks for them."""
+    if not getattr(ns, "x64", False):
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.enable_x64(True)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        parser.print_help()
+        return 0
+    ns = parser.parse_args(argv)
     try:
-        ns.run(ns)
+        _check_outputs(ns)
+        with _x64(ns):
+            ns.run(ns)
     except JaxallocError as e:
         print(f"jaxalloc {ns.command}: error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader (e.g. `| head`) left early: not an error of ours
         sys.stderr.close()
         return 0
+    except OSError as e:  # writing an output failed after the checks (permissions, a full disk)
+        print(f"jaxalloc {ns.command}: error: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -25,7 +25,7 @@ from jaxalloc.allocators import get_allocator
 from jaxalloc.assignment import BlockPlan, Carry, plan_function
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import ArenaAttr, NextAttr, SlotAttr, ViewsAttr
-from jaxalloc.errors import JaxallocError, PlanViolation
+from jaxalloc.errors import JaxallocError, PlanViolation, check_alignment
 from jaxalloc.liveness import block_liveness
 from jaxalloc.plan_check import check_planned
 
@@ -76,6 +76,7 @@ class AssignBuffersPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
             get_allocator(self.allocator)
+            check_alignment(self.alignment)
         except JaxallocError as e:
             raise DiagnosticException(str(e)) from None
         for func in _functions(op):

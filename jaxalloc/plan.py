@@ -12,23 +12,28 @@ buffers (primitive and source line) make it.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove
 
-from jaxalloc.allocators import Problem
+from jaxalloc.allocators import Problem, get_allocator
 from jaxalloc.allocators.bound import max_live
-from jaxalloc.assignment import Row, plan_function, plan_rows
+from jaxalloc.assignment import BlockPlan, Row, plan_function, plan_rows
 from jaxalloc.chart import plot_plan, write_plan_csv
 from jaxalloc.checker import check_plan
 from jaxalloc.dialects import jx
-from jaxalloc.errors import JaxallocError
+from jaxalloc.errors import JaxallocError, check_alignment, check_top
 from jaxalloc.frontend import value_label
 from jaxalloc.liveness import flat_schedule
+from jaxalloc.perfetto import write_trace_events
 from jaxalloc.plan_check import PlanCheck, check_planned
-from jaxalloc.text import format_size, text_table
+from jaxalloc.text import format_size, plural, text_table
 from jaxalloc.xla_memory import XlaComparison, compare_with_xla
 
 
@@ -49,6 +54,7 @@ class Plan:
     """The planned Python function, when the plan was made from one."""
     example_args: tuple = field(default=(), repr=False, compare=False)
     """The arguments it was planned for (arrays or ShapeDtypeStructs)."""
+    example_kwargs: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def problem(self) -> Problem:
@@ -62,6 +68,11 @@ class Plan:
     def lower_bound(self) -> int:
         """Max-live of the rows: no plan of these buffers at this granularity needs less."""
         return max_live(self.problem)
+
+    @property
+    def total_bytes(self) -> int:
+        """The rows' sizes added up: the memory of a plan that reuses nothing (ONNC's total tensor size)."""
+        return sum(r.size for r in self.buffers)
 
     def check(self) -> PlanCheck:
         """Check the plan two ways: the static plan checker walks the planned module (every branch, loop
@@ -88,6 +99,17 @@ class Plan:
             labels=[r.label for r in self.buffers],
         )
 
+    def to_perfetto(self, path) -> None:
+        """A Chrome trace-event JSON file to open in the Perfetto UI (ui.perfetto.dev): one track group per
+        region, a slice per buffer over its lifetime (offset and size in its args), a counter of live bytes."""
+        write_trace_events(
+            path,
+            **self._columns(),
+            regions=[r.region for r in self.buffers],
+            labels=[r.label for r in self.buffers],
+            title=self._title(),
+        )
+
     def compare_xla(self) -> XlaComparison:
         """XLA's argument, output, alias, temp and peak bytes for the same function beside this plan.
 
@@ -99,10 +121,12 @@ class Plan:
         return compare_with_xla(
             self.function,
             self.example_args,
+            self.example_kwargs,
             allocator=self.allocator,
             arena_bytes=self.arena_bytes,
             lower_bound=self.lower_bound,
             include_outputs=self.include_outputs,
+            total_bytes=self.total_bytes,
         )
 
     def live_bytes(self) -> np.ndarray:
@@ -116,28 +140,54 @@ class Plan:
         return np.cumsum(live)[:steps]
 
     def report(self, top: int = 10) -> str:
-        """A text report: arena, bound, where the peak is and what is live there, the largest buffers."""
+        """A text report: arena, bound, total and footprint (ONNC's figures), where the peak is and what is
+        live there, the largest buffers (`top` rows per table)."""
+        check_top(top)
         rows = self.buffers
-        bound = self.lower_bound
-        ratio = f"{self.arena_bytes / bound:.4f}" if bound else "n/a"
+        bound, total = self.lower_bound, self.total_bytes
         lines = [
-            f"{self._title()}: arena {format_size(self.arena_bytes)} ({self.arena_bytes:,} B), "
-            f"lower bound {format_size(bound)}, arena / bound {ratio}",
-            f"{len(rows)} buffers on a {max((r.end for r in rows), default=0)}-step schedule; "
-            + ("outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"),
+            f"{self._title()}: arena {_bytes(self.arena_bytes)}, lower bound {_bytes(bound)}, "
+            f"arena / bound {_ratio(self.arena_bytes, bound, '.4f')}",
+            f"total buffer size {_bytes(total)} (every buffer in its own memory), "
+            f"footprint {_ratio(self.arena_bytes, total, '.1%')} (arena / total)",
         ]
         if not rows:
-            return "\n".join(lines)
+            nothing = (
+                "nothing to plan: every value is an argument or a constant, which live outside the arena"
+                if self.include_outputs
+                else "nothing to plan: every value is an argument, a constant or an output, which live outside the "
+                "arena (plan(..., include_outputs=True) plans the outputs in it)"
+            )
+            return "\n".join([*lines, nothing])
+        where = "outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"
+        steps = max(r.end for r in rows)
+        lines.append(f"{plural(len(rows), 'buffer')} on a {steps:,}-step schedule; {where}")
         live = self.live_bytes()
         step = int(np.argmax(live))
-        where = self.schedule[step] if step < len(self.schedule) else "?"
+        at = self.schedule[step] if step < len(self.schedule) else "?"
         at_peak = sorted((r for r in rows if r.start <= step < r.end), key=lambda r: -r.size)
-        lines.append(f"max-live {format_size(int(live[step]))} at step {step} ({where}), {len(at_peak)} buffers live:")
+        lines.append(f"max-live {format_size(int(live[step]))} at step {step} ({at}), {plural(len(at_peak), 'buffer')} live:")
         lines.append(_table(at_peak[:top], len(at_peak) - top))
+        if len(at_peak) == len(rows) and len(rows) <= top:
+            return "\n".join([*lines, "largest buffers: those above (every buffer is live at max-live)"])
         ordered = sorted(rows, key=lambda r: (-r.size, r.start))
         lines.append("largest buffers:")
         lines.append(_table(ordered[:top], len(ordered) - top))
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (
+            f"Plan({self._title()}: arena_bytes={self.arena_bytes}, lower_bound={self.lower_bound}, "
+            f"buffers={len(self.buffers)})"
+        )
+
+    def __str__(self) -> str:
+        """A short summary; `report()` has the tables, `module` the planned IR."""
+        return (
+            f"{self._title()}: arena {format_size(self.arena_bytes)} for {plural(len(self.buffers), 'buffer')}, "
+            f"lower bound {format_size(self.lower_bound)}, total {format_size(self.total_bytes)}"
+            " (plan.report() for details, plan.module for the planned IR)"
+        )
 
     def _title(self) -> str:
         name = getattr(self.function, "__name__", None) or _function(self.module).sym_name.data
@@ -154,11 +204,20 @@ class Plan:
         }
 
 
+def _bytes(size: int) -> str:
+    """`1.50 KiB (1,536 B)`; bytes alone below 1 KiB."""
+    return format_size(size) if size < 1024 else f"{format_size(size)} ({size:,} B)"
+
+
+def _ratio(part: int, whole: int, spec: str) -> str:
+    return format(part / whole, spec) if whole else "n/a"
+
+
 def _table(rows, more: int) -> str:
     header = ("name", "size", "offset", "live", "defined by", "region")
     cells = [
         (
-            r.name + (f" (ring of {r.repeat})" if r.repeat > 1 else ""),
+            r.name,
             format_size(r.size),
             f"{r.offset:,}",
             f"[{r.start}, {r.end})",
@@ -186,6 +245,53 @@ def _schedule_labels(func: jx.FuncOp) -> tuple[str, ...]:
     return tuple(labels)
 
 
+def _row_values(plan: BlockPlan):
+    """The value each row of `plan_rows` is named after and its ring slot, in `plan_rows`' order."""
+    for buffer in plan.buffers:
+        named = next((v for v in buffer.values if v.name_hint), buffer.values[0])
+        for slot in range(buffer.repeat):
+            yield named, slot
+    for _, plans in plan.regions.values():
+        for child in plans:
+            yield from _row_values(child)
+
+
+def _ir_namer(module: ModuleOp) -> Printer:
+    """A printer that has named every value of `module` as printing it would (`f_1` for a second `f`,
+    numbers for values without a name hint), visiting values in print order without printing the ops,
+    which would cost more than planning small modules."""
+    printer = Printer(stream=io.StringIO())
+
+    def visit(op: Operation) -> None:
+        for result in op.results:
+            printer.print_ssa_value(result)
+        isolated = op.has_trait(IsolatedFromAbove)
+        if isolated:
+            printer.enter_scope()
+        for block in (block for region in op.regions for block in region.blocks):
+            for arg in block.args:
+                printer.print_ssa_value(arg)
+            for inner in block.ops:
+                visit(inner)
+        if isolated:
+            printer.exit_scope()
+
+    visit(module)
+    return printer
+
+
+def _named_as_in_ir(module: ModuleOp, plan: BlockPlan, rows: list[Row]) -> tuple[Row, ...]:
+    """The rows named as the printed IR names their values (`f_1`, `0`), with the slot of a ring
+    (`n[0/2]`), so that reports, charts and CSVs can be read beside the IR."""
+    printer = _ir_namer(module)
+    values = list(_row_values(plan))
+    assert len(values) == len(rows) and all(r.name == (v.name_hint or "%") for r, (v, _) in zip(rows, values))
+    return tuple(
+        replace(row, name=printer.print_ssa_value(value) + (f"[{slot}/{row.repeat}]" if row.repeat > 1 else ""))
+        for row, (value, slot) in zip(rows, values)
+    )
+
+
 def make_plan(
     module: ModuleOp,
     allocator: str = "nnc",
@@ -194,15 +300,18 @@ def make_plan(
     *,
     function: Callable | None = None,
     args: tuple = (),
+    kwargs: dict | None = None,
 ) -> Plan:
     """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes.
     The planned module passes the static plan checker, or `PlanViolation` is raised.
 
-    `function` and `args`, the Python function the module was traced from and its example arguments,
+    `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA.
     """
     from jaxalloc.passes import annotate
 
+    alignment = check_alignment(alignment)
+    get_allocator(allocator)
     module = module.clone()
     func = _function(module)
     block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs)
@@ -213,9 +322,10 @@ def make_plan(
         allocator,
         alignment,
         block_plan.size,
-        tuple(plan_rows(func, block_plan)),
+        _named_as_in_ir(module, block_plan, plan_rows(func, block_plan)),
         include_outputs=include_outputs,
         schedule=_schedule_labels(func),
         function=function,
         example_args=tuple(args),
+        example_kwargs=dict(kwargs or {}),
     )

@@ -18,7 +18,7 @@ from types import ModuleType
 import jax
 import numpy as np
 
-from jaxalloc.errors import JaxallocError
+from jaxalloc.errors import JaxallocError, first_line
 
 DTYPES = {
     "bool": np.bool_,
@@ -37,6 +37,8 @@ DTYPES = {
     "c64": np.complex64,
     "c128": np.complex128,
 }
+WIDE = ("i64", "u64", "f64", "c128")
+"""The 64-bit types, which JAX keeps only with `jax_enable_x64`."""
 _SPEC = re.compile(r"^([a-z0-9]+)\[((?:\d+(?:,\d+)*)?)\]$")
 
 
@@ -48,12 +50,25 @@ def parse_shape_spec(spec: str) -> jax.ShapeDtypeStruct:
             f"bad argument spec {spec!r}: write DTYPE[DIMS], e.g. f32[64,512] or i32[], "
             f"with DTYPE one of {', '.join(DTYPES)}"
         )
+    if match.group(1) in WIDE and not jax.config.jax_enable_x64:
+        raise JaxallocError(
+            f"{spec} is a 64-bit type, which JAX makes 32-bit unless 64-bit types are on: "
+            "pass --x64 (or set JAX_ENABLE_X64=1)"
+        )
     dims = match.group(2).split(",") if match.group(2) else []
     return jax.ShapeDtypeStruct(tuple(int(d) for d in dims), DTYPES[match.group(1)])
 
 
 def load_module(name: str) -> ModuleType:
-    """Import a module by dotted name, or load it from a .py path."""
+    """Import a module by dotted name, or load it from a .py path.
+
+    A dotted name that names a .py file under the current directory (`benchmarks.models`) loads
+    that file: an installed package of the same top-level name (xdsl installs `benchmarks`) would
+    otherwise hide it.
+    """
+    local = Path(*name.split(".")).with_suffix(".py") if name.replace(".", "").isidentifier() else None
+    if local is not None and local.is_file():
+        name = str(local)
     if name.endswith(".py") or "/" in name:
         path = Path(name)
         if not path.is_file():
@@ -69,7 +84,7 @@ def load_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as e:
-        raise JaxallocError(f"cannot import module {name!r}: {e}") from None
+        raise JaxallocError(f"cannot import module {name!r}: {e}; give the path of its .py file instead") from None
 
 
 def load_function_and_args(target: str, specs: list[str], args_from: str | None):
@@ -82,7 +97,11 @@ def load_function_and_args(target: str, specs: list[str], args_from: str | None)
     if args_from is not None:
         if specs:
             raise JaxallocError("give either shape specs or --args-from, not both")
-        args = _attribute(module, args_from)()
+        make_args = _attribute(module, args_from)
+        try:
+            args = make_args()
+        except Exception as e:
+            raise JaxallocError(f"--args-from {args_from}() raised {first_line(e)}") from e
         return fn, tuple(args) if isinstance(args, (tuple, list)) else (args,)
     if not specs:
         raise JaxallocError("give example arguments: shape specs such as f32[64,512], or --args-from FUNCTION")

@@ -16,6 +16,19 @@ def format_size(size: float) -> str:
     raise AssertionError("unreachable")
 
 
+def binary_label(value: float) -> str:
+    """`0 B`, `512 B`, `1.5 KiB`, `32 MiB`: a tick label in the largest binary unit it reaches."""
+    for power, unit in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if abs(value) >= 1024**power:
+            return f"{value / 1024**power:g} {unit}"
+    return f"{value:g} B"
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 buffer`, `2 buffers`, `1,042 buffers`."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]], left: Collection[int] = (0,), indent: str = "") -> list[str]:
     """The lines of a table with aligned columns: those in `left` flush left, the rest (numbers)
     flush right."""

@@ -19,9 +19,10 @@ import numpy as np
 from jaxalloc.allocators import allocate, get_allocator
 from jaxalloc.allocators.bound import lower_bound
 from jaxalloc.allocators.problem import Problem
-from jaxalloc.errors import JaxallocError, TraceFormatError
+from jaxalloc.errors import JaxallocError, TraceFormatError, check_alignment
 
 COLUMNS = ("id", "lower", "upper", "size")
+INT64_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,7 +35,14 @@ class Trace:
     size: np.ndarray
 
     def problem(self, alignment: int = 1) -> Problem:
-        """The plain allocation problem of the trace: interval conflicts only."""
+        """The plain allocation problem of the trace: interval conflicts only. Its padded sizes must add
+        up to an int64, so that no plan's addresses overflow."""
+        total = sum(-(-int(size) // alignment) * alignment for size in self.size)
+        if total > INT64_MAX:
+            raise TraceFormatError(
+                f"the buffers' sizes add up to {total:,} bytes, past 2**63 - 1: a plan's addresses would not "
+                "fit in 64 bits"
+            )
         return Problem.from_intervals(self.size, self.lower, self.upper, alignment=alignment, names=self.ids)
 
 
@@ -107,9 +115,12 @@ def _columns(name: str, line: int, header: list[str]) -> dict[str, int]:
 
 def _integer(name: str, line: int, column: str, text: str) -> int:
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         raise TraceFormatError(f"{name}:{line}: {column} is not an integer: {text!r}") from None
+    if abs(value) > INT64_MAX:
+        raise TraceFormatError(f"{name}:{line}: {column} {value} does not fit in 64 bits")
+    return value
 
 
 def _allocator_options(ns) -> dict:
@@ -141,15 +152,14 @@ def run_trace_command(ns) -> None:
     from jaxalloc.checker import check_allocation
 
     options = _allocator_options(ns)
-    if ns.alignment < 1:
-        raise JaxallocError(f"--alignment must be a positive number of bytes, got {ns.alignment}")
     trace = read_trace(ns.file)
-    problem = trace.problem(ns.alignment)
+    problem = trace.problem(check_alignment(ns.alignment))
     began = time.perf_counter()
     plan = allocate(problem, ns.allocator, **options)
     elapsed = time.perf_counter() - began
     check_allocation(problem, plan)
     bound = lower_bound(problem)
+    total = int(problem.padded_sizes.sum())
     chosen = ns.allocator if plan.allocator == ns.allocator else f"{ns.allocator} (won by {plan.allocator})"
     rows = [
         ("trace", os.fspath(ns.file)),
@@ -159,6 +169,8 @@ def run_trace_command(ns) -> None:
         ("lower bound", f"{bound:,} B (max-live)"),
         ("peak", f"{plan.peak:,} B"),
         ("peak / bound", f"{plan.peak / bound:.4f}"),
+        ("total size", f"{total:,} B (every buffer in its own memory)"),
+        ("footprint", f"{plan.peak / total:.1%} (peak / total)"),
         ("planning time", f"{elapsed:.3f} s"),
     ]
     if plan.proven_optimal is not None:

@@ -76,6 +76,8 @@ class XlaComparison:
     lower_bound: int
     include_outputs: bool
     """Whether the arena holds the outputs too (then XLA's outputs are added to its temp to compare)."""
+    total_bytes: int | None = None
+    """The planned buffers' sizes added up (ONNC's total tensor size: a plan that reuses nothing)."""
 
     def comparable(self, memory: XlaMemory) -> int:
         """XLA's bytes for what the arena holds: temp, plus outputs when the plan includes them."""
@@ -110,6 +112,9 @@ class XlaComparison:
             )
         rows.append([f"jaxalloc arena ({self.allocator})", "", "", "", format_size(self.arena_bytes), "", ""])
         rows.append(["jaxalloc lower bound (max-live)", "", "", "", format_size(self.lower_bound), "", ""])
+        if self.total_bytes is not None:
+            footprint = f"footprint {self.arena_bytes / self.total_bytes:.1%}" if self.total_bytes else ""
+            rows.append(["jaxalloc total buffer size (no reuse)", "", "", "", format_size(self.total_bytes), "", footprint])
         lines = [f"{self.function} on {self.backend}: XLA's memory_analysis() beside jaxalloc's plan of the jaxpr"]
         lines += text_table(header, rows)
         lines.append("")
@@ -153,6 +158,7 @@ def compare_with_xla(
     arena_bytes: int,
     lower_bound: int,
     include_outputs: bool = False,
+    total_bytes: int | None = None,
 ) -> XlaComparison:
     """XLA's statistics for `fn(*args, **kwargs)` (default flags, and fusion off on CPU) beside a plan."""
     backend = jax.default_backend()
@@ -167,4 +173,5 @@ def compare_with_xla(
         arena_bytes=arena_bytes,
         lower_bound=lower_bound,
         include_outputs=include_outputs,
+        total_bytes=total_bytes,
     )

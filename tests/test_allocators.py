@@ -16,7 +16,7 @@ from jaxalloc.allocators.problem import Allocation, Problem
 from jaxalloc.checker import check_allocation
 from jaxalloc.errors import JaxallocError
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[1] / "benchmarks" / "traces"
 NAMES = list(ALLOCATORS)
 
 
@@ -170,15 +170,10 @@ def test_problem_validation():
     assert p.pairs.tolist() == [[0, 1], [1, 2]]
 
 
-def trace_or_skip(relative: str) -> Problem:
-    path = TRACES / relative
-    if not path.exists():
-        pytest.skip(f"trace {path} not present")
-    return load_trace(path)
 
 
 def test_resnet50_quality_targets():
-    p = trace_or_skip("somas/resnet50.csv")
+    p = load_trace(TRACES / "somas/resnet50.csv")
     bound = lower_bound(p)
     assert bound == 1_515_472_556
     ratio = {name: plan(p, name).peak / bound for name in NAMES}
@@ -191,7 +186,7 @@ def test_resnet50_quality_targets():
 
 @pytest.mark.parametrize("letter", "ABCDEFGHIJK")
 def test_minimalloc_challenging_best_never_worse_than_baselines(letter):
-    p = trace_or_skip(f"minimalloc/{letter}.1048576.csv")
+    p = load_trace(TRACES / f"minimalloc/{letter}.1048576.csv")
     best = plan(p, "best").peak
     baselines = ["greedy-size", "greedy-duration", "first-fit", "best-fit", "worst-fit", "beam"]
     assert best <= min(plan(p, name).peak for name in baselines)

@@ -5,11 +5,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jax
 import jax.numpy as jnp
 import pytest
 
 from jaxalloc.cli import main
-from jaxalloc.targets import parse_shape_spec
+from jaxalloc.targets import load_function_and_args, parse_shape_spec
 
 MODEL = textwrap.dedent(
     """
@@ -73,3 +74,21 @@ def test_ir_errors_are_one_line(model_file, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("module", ["benchmarks.models", "benchmarks/models.py"])
+def test_repository_modules_load_by_name_or_path(module, monkeypatch):
+    """xdsl installs a top-level `benchmarks` package; the repository's own benchmarks.models wins."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    fn, args = load_function_and_args(f"{module}:transformer_layer", ["f32[32,64]"], None)
+    assert fn.__name__ == "transformer_layer" and fn.__code__.co_filename.endswith("benchmarks/models.py")
+
+
+def test_64_bit_specs_need_x64(model_file, capsys):
+    for command in ("ir", "plan"):
+        assert main([command, f"{model_file}:mlp", "f64[4,8]", "f64[8,2]"]) == 2
+        err = capsys.readouterr().err
+        assert "f64[4,8] is a 64-bit type" in err and "pass --x64 (or set JAX_ENABLE_X64=1)" in err
+    assert main(["ir", f"{model_file}:mlp", "f64[4,8]", "f64[8,2]", "--x64"]) == 0
+    assert "tensor<4x8xf64>" in capsys.readouterr().out
+    assert not jax.config.jax_enable_x64  # on for the command only

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import io
 import os
 from pathlib import Path
 
@@ -15,6 +16,8 @@ import jaxalloc
 from jaxalloc.chart import plot_plan
 from jaxalloc.cli import main
 from jaxalloc.frontend import value_label
+from jaxalloc.plan import _ir_namer
+from xdsl.printer import Printer
 
 HERE = os.path.basename(__file__)
 
@@ -131,3 +134,77 @@ def test_plan_command_rejects_unknown_allocator(tmp_path: Path, capsys):
     model.write_text("import jax.numpy as jnp\n\n" + inspect.getsource(block))
     code = main(["plan", f"{model}:block", "f32[64,32]", "f32[32,256]", "f32[256,16]", "--allocator", "nope"])
     assert code == 2 and "unknown allocator 'nope'" in capsys.readouterr().err
+
+
+def test_rows_are_named_as_the_ir_names_their_values(tmp_path: Path):
+    def step(x, w):
+        def body(c, wi):
+            return jnp.tanh(c @ wi), c.sum()
+
+        return jax.lax.scan(body, jnp.cos(jnp.sin(x)), w)
+
+    plan = jaxalloc.planned(step).plan(jnp.ones((8, 16)), jnp.ones((4, 16, 16)))
+    names = [r.name for r in plan.buffers]
+    assert len(set(names)) == len(names)  # ring slots get their index, the loop counter its number
+    ir = str(plan.module)
+    for r in plan.buffers:
+        base, _, slot = r.name.partition("[")
+        assert f"%{base} = " in ir or f"%{base}, " in ir, r.name
+        assert (r.repeat == 1) == (slot == "")
+    printed, namer = Printer(stream=io.StringIO()), _ir_namer(plan.module)
+    printed.print_op(plan.module)
+    ops = list(plan.module.walk())
+    values = [v for op in ops for v in op.results] + [a for op in ops for r in op.regions for b in r.blocks for a in b.args]
+    assert [printed.print_ssa_value(v) for v in values] == [namer.print_ssa_value(v) for v in values]
+    ring = [n for n, r in zip(names, plan.buffers) if r.repeat == 2]
+    assert [n[-5:] for n in ring] == ["[0/2]", "[1/2]"]
+    plan.to_csv(tmp_path / "plan.csv")
+    assert ring[0] in (tmp_path / "plan.csv").read_text()
+
+
+def test_report_has_onnc_figures(plan):
+    total = sum(r.size for r in plan.buffers)
+    assert plan.total_bytes == total
+    assert f"footprint {plan.arena_bytes / total:.1%} (arena / total)" in plan.report()
+
+
+def test_short_plans_read_well():
+    one = jaxalloc.planned(lambda x: jnp.sin(x).sum()).plan(jnp.ones(4))
+    text = one.report()
+    assert "1 buffer on a 2-step schedule" in text and "1 buffer live:" in text
+    assert text.count("defined by") == 1 and text.endswith("largest buffers: those above (every buffer is live at max-live)")
+    assert str(one) == (
+        "<lambda> (nnc, 64 B alignment): arena 64 B for 1 buffer, lower bound 64 B, total 64 B "
+        "(plan.report() for details, plan.module for the planned IR)"
+    )
+    assert "jx.func" not in repr(one)
+    empty = jaxalloc.planned(jnp.sin).plan(jnp.ones(4)).report()
+    assert "nothing to plan: every value is an argument, a constant or an output" in empty
+    with pytest.raises(jaxalloc.JaxallocError, match="top must be a positive number of rows per table, got 0"):
+        one.report(top=0)
+
+
+@pytest.mark.parametrize("top", ["0", "-3"])
+def test_plan_command_refuses_top_below_one(top, capsys):
+    assert main(["plan", "no_module_needed:f", "f32[4]", "--top", top]) == 2
+    assert capsys.readouterr().err == f"jaxalloc plan: error: top must be a positive number of rows per table, got {top}\n"
+
+
+def test_chart_ticks_legend_and_nearly_equal_peak_and_bound():
+    from jaxalloc.chart import draw_plan
+
+    mib = 2**20
+    peak = 200 * mib
+    figure = draw_plan(
+        names=["a", "b"], sizes=[120 * mib, 80 * mib], offsets=[0, 120 * mib], starts=[0, 0], ends=[4, 4],
+        peak=peak, bound=peak - 64, title="near",
+    )
+    figure.canvas.draw()
+    axes = figure.axes[0]
+    ticks = [t for t in axes.get_yticks() if 0 <= t <= axes.get_ylim()[1]]
+    labels = [t.get_text() for t in axes.get_yticklabels() if 0 <= t.get_position()[1] <= axes.get_ylim()[1]]
+    assert ticks[1] - ticks[0] == 32 * mib and labels[:3] == ["0 B", "32 MiB", "64 MiB"]
+    renderer = figure.canvas.get_renderer()
+    assert axes.get_legend().get_window_extent(renderer).y1 <= axes.get_window_extent(renderer).y0
+    named = {t.get_text(): t.get_window_extent(renderer) for t in axes.texts if t.get_text() in ("peak", "lower bound")}
+    assert named["peak"].y0 >= named["lower bound"].y1  # apart though 64 B apart

@@ -16,7 +16,7 @@ from jaxalloc.allocators.problem import Allocation, Problem
 from jaxalloc.checker import check_allocation, find_violations
 from jaxalloc.cli import main
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[1] / "benchmarks" / "traces"
 
 
 def plan(problem: Problem, name: str = "search", **options) -> Allocation:
@@ -213,18 +213,13 @@ def test_never_worse_than_best_on_medium_problems():
         assert lower_bound(p) <= result.peak <= plan(p, "best").peak
 
 
-def trace_or_skip(relative: str) -> Path:
-    path = TRACES / relative
-    if not path.exists():
-        pytest.skip(f"trace {path} not present")
-    return path
 
 
 @pytest.mark.parametrize("letter", "CG")
 def test_minimalloc_challenging_instances_reach_the_bound(letter):
     from jaxalloc.traces import read_trace
 
-    p = read_trace(trace_or_skip(f"minimalloc/{letter}.1048576.csv")).problem()
+    p = read_trace(TRACES / f"minimalloc/{letter}.1048576.csv").problem()
     assert plan(p, "best").peak > 1.2 * lower_bound(p)
     result = plan(p, time_limit=30)
     assert result.peak == lower_bound(p)

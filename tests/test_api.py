@@ -1,0 +1,97 @@
+"""`planned` takes what `jax.jit` takes, and refuses bad input with one clear line."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxalloc
+
+
+def tile(x, n, *, axis=0):
+    return jnp.repeat(x, n, axis=axis, total_repeat_length=None) * 2.0
+
+
+@pytest.mark.parametrize(
+    "options, call",
+    [
+        (dict(static_argnums=1), lambda f, x: f(x, 3)),
+        (dict(static_argnums=-1), lambda f, x: f(x, 3)),
+        (dict(static_argnames="n"), lambda f, x: f(x, n=3)),
+        (dict(static_argnames=("n", "axis")), lambda f, x: f(x, 3, axis=1)),
+    ],
+    ids=["argnums", "negative", "argnames", "keyword-only"],
+)
+def test_static_arguments_as_in_jax_jit(options, call):
+    x = jnp.ones((2, 2))
+    planned = jaxalloc.planned(tile, **options)
+    expected = call(jax.jit(tile, **options), x)
+    np.testing.assert_array_equal(call(planned, x), expected)
+    assert call(planned.plan, x).arena_bytes >= 0
+
+
+def test_static_values_are_part_of_the_signature():
+    f = jaxalloc.planned(tile, static_argnums=1)
+    x = jnp.ones(2)
+    assert f(x, 2).shape == (4,) and f(x, 3).shape == (6,)
+    assert len(f._cache) == 2
+    f(x, 3)
+    assert len(f._cache) == 2
+    comparison = f.plan(x, 3).compare_xla()
+    assert comparison.xla[0].output_size_in_bytes == 24  # XLA gets n = 3 too
+    assert "jaxalloc total buffer size (no reuse)" in str(comparison)
+
+
+def test_static_arguments_must_be_hashable():
+    with pytest.raises(jaxalloc.UnsupportedProgramError, match="static arguments must be hashable"):
+        jaxalloc.planned(tile, static_argnums=1)(jnp.ones(2), [3])
+
+
+def test_python_int_in_a_shape_suggests_static_argnames():
+    with pytest.raises(jaxalloc.UnsupportedProgramError) as info:
+        jaxalloc.planned(tile)(jnp.ones(2), 3)
+    message = str(info.value)
+    assert "argument n" in message and "planned(tile, static_argnames='n')" in message
+    assert "\n" not in message and info.value.__cause__ is None
+
+
+def test_calling_with_shape_dtype_structs_says_to_lower_or_plan():
+    f = jaxalloc.planned(lambda x, y: x + y)
+    spec = jax.ShapeDtypeStruct((2,), jnp.float32)
+    with pytest.raises(jaxalloc.UnsupportedProgramError, match=r"argument 1 is a jax.ShapeDtypeStruct.*\.lower\(...\) / \.plan\(...\)"):
+        f(jnp.ones(2), spec)
+    assert f.plan(spec, spec).arena_bytes == 0  # abstract arguments are what plan() is for
+
+
+ALIGNMENT_ERROR = "alignment must be a positive integer number of bytes (any, not only a power of two), got "
+
+
+@pytest.mark.parametrize("bad", [0, -5, "64", 2.0, True])
+def test_one_alignment_check_everywhere(bad, tmp_path, capsys):
+    from xdsl.context import Context
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from jaxalloc.cli import main
+    from jaxalloc.passes import AssignBuffersPass
+
+    f = lambda x: jnp.sin(x) * 2  # noqa: E731
+    x = jax.ShapeDtypeStruct((4,), jnp.float32)
+    message = ALIGNMENT_ERROR + repr(bad)
+    with pytest.raises(jaxalloc.JaxallocError) as info:
+        jaxalloc.planned(f, alignment=bad)
+    assert str(info.value) == message
+    with pytest.raises(jaxalloc.JaxallocError) as info:
+        jaxalloc.planned(f).plan(x, alignment=bad)
+    assert str(info.value) == message
+    with pytest.raises(DiagnosticException, match="alignment must be a positive integer"):
+        AssignBuffersPass(alignment=bad).apply(Context(), jaxalloc.planned(f).lower(x))
+    if isinstance(bad, int) and not isinstance(bad, bool):
+        trace = tmp_path / "t.csv"
+        trace.write_text("id,lower,upper,size\na,0,1,4\n")
+        model = tmp_path / "m.py"
+        model.write_text("def f(x):\n    return x * 2\n")
+        for argv in (["trace", str(trace)], ["plan", f"{model}:f", "f32[4]"]):
+            assert main([*argv, "--alignment", str(bad)]) == 2
+            assert capsys.readouterr().err.strip().endswith(message)
