@@ -88,6 +88,11 @@ class BlockPlan:
     kept_until: dict[SSAValue, int] = field(default_factory=dict)
     """For buffer representatives that later values may view (phis, zero-round loop results): the
     end of the last such view."""
+    may_be: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
+    """Values that are always one of other values, read in place (a loop result that only passes
+    values on): those values."""
+    placed_rings: dict[SSAValue, int] = field(default_factory=dict)
+    """Parent values holding a ring of this block's (a branch's loop result): the slots it needs."""
 
 
 class _Merge:
@@ -126,8 +131,9 @@ def _pad(size: int, alignment: int) -> int:
 class _BlockPlanner:
     """Plans one block: merges values into buffers, recurses into regions, allocates."""
 
-    def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=()):
-        self.block, self.options = block, options
+    def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
+                 rings_fit: bool = False):
+        self.block, self.options, self.rings_fit = block, options, rings_fit
         self.outside, self.dictated, self.foldable = outside, dictated, foldable
         self.ops = list(block.ops)
         self.live = block_liveness(block)
@@ -239,7 +245,24 @@ class _BlockPlanner:
                     views[k].append(b)
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
-            plans.append(_plan_block(block, self.options, set(), placed, set()))
+            plans.append(_plan_block(block, self.options, set(), placed, set(), rings_fit=True))
+            # a value the branch yields that is always one of some values from outside the branch
+            # makes the result a view of them too
+            for value, result in placed.items():
+                sources = plans[-1].may_be.get(value)
+                if sources is not None and not any(_inside(v, block) for v in sources):
+                    for k in (k for k, r in enumerate(op.results) if r is result):
+                        views[k].append(b)
+                    self.keep_alive.extend((v, result) for v in sources)
+                    self.no_fold.add(result)
+            # a loop's ring the branch yields is the result's memory, as many slots; the result is
+            # whichever slot the loop ended in
+            for result, repeat in plans[-1].placed_rings.items():
+                k = op.results.index(result)
+                views[k].append(b)
+                self.no_fold.add(result)
+                slot, before = self.rings.get(result, (byte_size(result.type), 1))
+                self.rings[result] = (slot, max(before, repeat))
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in views]
         self.temporaries.append((op, max(p.size for p in plans), index))
@@ -258,14 +281,6 @@ class _BlockPlanner:
             readers.setdefault((c, delay), []).append(p)
             if delay > longest.get(c, (0, c))[0]:
                 longest[c] = (delay, p)
-        # A lone position whose next value may be the carried value itself (a branch handing back its
-        # operand) toggles between two slots: the next value goes where the current one is not.
-        toggles = {}
-        for c, (delay, _) in longest.items():
-            if delay == 1 and readers[c, 1] == [c]:
-                sources = _handed_back(yields[c], args[c], body)
-                if sources is not None:
-                    toggles[c] = sources
         init_roots = [self.merge.find(v) for v in op.inits]
         eligible = set()  # a lone origin whose init operand dies here: that memory is its ring's slot 0
         for c, (delay, _) in longest.items():
@@ -280,11 +295,13 @@ class _BlockPlanner:
         # The next value may be computed in place into the oldest value of its ring (read for the last
         # time in this round); in round 0 that is an init operand, read in place, and the result goes
         # to the ring slot instead.
-        foldable = {args[p]: yields[c] for c, (_, p) in longest.items() if c not in toggles}
+        foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
         while True:
             body_plan = _plan_block(body, self.options, set(), dictated, set(foldable), aliases)
+            toggles = _toggles(body, body_plan, longest, readers)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
-            if not wrong:
+            wrong |= {args[p] for c, (_, p) in longest.items() if c in toggles}
+            if not wrong & foldable.keys():
                 break
             foldable = {a: y for a, y in foldable.items() if a not in wrong}
         cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, results)), set())
@@ -330,6 +347,7 @@ class _BlockPlanner:
         self.keep_alive.extend((v, result) for v in values)
         self.no_fold.add(result)
         self.views_only.add(result)
+        self.plan.may_be[result] = values
 
     @staticmethod
     def _folds_only(plan: BlockPlan, body: Block, arg: BlockArgument, allowed: SSAValue) -> bool:
@@ -355,7 +373,10 @@ class _BlockPlanner:
                 continue
             ring = max((self.rings[v] for v in values if v in self.rings), key=lambda r: r[1], default=None)
             placed = [v for v in values if v in self.dictated]
-            if placed and (ring is None or ring[1] == 1):  # a ring of several slots cannot fit the parent's one
+            # a ring of several slots fits a case result (given as many), not a loop's next view
+            if placed and (ring is None or ring[1] == 1 or self.rings_fit):
+                if ring is not None and ring[1] > 1:
+                    self.plan.placed_rings[self.dictated[placed[0]]] = ring[1]
                 self.plan.placed_in.update((v, self.dictated[placed[0]]) for v in values)
                 continue
             if all(v in self.views_only for v in values):
@@ -385,8 +406,9 @@ class _BlockPlanner:
                 self.plan.regions[key] = (int(offset), self.plan.regions[key][1])
 
 
-def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=()) -> BlockPlan:
-    return _BlockPlanner(block, options, outside, dictated, foldable, aliases).run()
+def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
+                rings_fit: bool = False) -> BlockPlan:
+    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, rings_fit).run()
 
 
 @dataclass(frozen=True)
@@ -454,43 +476,40 @@ def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
     return origins
 
 
-def _handed_back(value: SSAValue, arg: BlockArgument, body: Block) -> set[SSAValue] | None:
-    """Whether loop body `body` yields as `value` a case result that some branch (maybe nested) makes
-    a view of the carried value `arg` itself or of a value from outside the loop: then those
-    outside values. None where no branch does, or where one hands back any other value (the body's
-    own memory, another position's) or one value at two results."""
-    if not isinstance(value.owner, jx.CaseOp) or value.owner.parent_block() is not body:
-        return None
-    found: set[SSAValue] = set()
-    back = _hands_back(value, arg, found, body)
-    return found if back or (back is not None and found) else None
+def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict) -> dict[int, set[SSAValue]]:
+    """The lone positions whose next value may be a view (a case result a branch hands the carried
+    value back at, or a value from outside the loop): they toggle between two slots, the next value
+    going where the current one is not. For each, the values from outside the loop it may be."""
+    args, yields = body.args, body.last_op.operands
+    toggles = {}
+    for c, (delay, _) in longest.items():
+        if delay == 1 and readers[c, 1] == [c]:
+            sources = _view_sources(yields[c], args[c], body, plan, body)
+            if sources:
+                toggles[c] = sources - {args[c]}
+    return toggles
 
 
-def _hands_back(value: SSAValue, arg: BlockArgument, outer: set, body: Block) -> bool | None:
-    """For a case result: True if some branch hands back `arg`, False if none does, None if a branch
-    hands back what a toggle ring cannot read in place; collects values from outside the loop."""
-    case, k = value.owner, value.owner.results.index(value)
-    back = False
-    for branch in case.branches:
-        yielded = list(branch.block.last_op.operands)
-        v = yielded[k]
-        if v is arg:
-            back = True
-        elif yielded.index(v) < k:  # yielded twice: a view of another result
-            return None
-        elif isinstance(v.owner, jx.ConstOp):
-            continue
-        elif defined_in(v, branch.block):
-            if isinstance(v.owner, jx.CaseOp):
-                inner = _hands_back(v, arg, outer, body)
-                if inner is None:
-                    return None
-                back |= inner
-        elif _inside(v, body):
-            return None
-        else:
-            outer.add(v)
-    return back
+def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: BlockPlan, body: Block, top: bool = True):
+    """The values the yield `value` (of `block`, planned as `plan`) may be a view of where it is not
+    computed into its next view: `arg` itself, values from outside the loop `body` (empty: none).
+    None where it may be a view of anything else (the body's own memory, another position's)."""
+    if value is arg or not _inside(value, body):
+        return {value}
+    if value in plan.may_be:
+        parts = [_view_sources(v, arg, block, plan, body, False) for v in plan.may_be[value]]
+    elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
+        case, k = value.owner, value.owner.results.index(value)
+        if not top and len(plan.phis[case][k]) < len(case.branches):
+            return None  # some branch computes it in memory of the body's own
+        parts = [
+            _view_sources(case.branches[b].block.last_op.operands[k], arg, case.branches[b].block,
+                          plan.regions[case][1][b], body, False)
+            for b in plan.phis[case][k]
+        ]
+    else:
+        return set() if top else None
+    return None if None in parts else set().union(*parts)
 
 
 def _inside(value: SSAValue, block: Block) -> bool:
