@@ -24,10 +24,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import heapq
+
 import numpy as np
 
 from jaxalloc.allocators.conflicts import FOREVER, NEVER, Conflicts, Units
 from jaxalloc.allocators.problem import Allocation, Problem
+from jaxalloc.allocators.trees import EMPTY, MaxTree
 
 SOURCE = -1
 SINK = -2
@@ -122,6 +125,148 @@ class AllocationGraph:
         return Edges(*self._kept[:, : self._kept_count])
 
 
+class IndexedGraph:
+    """The allocation graph of a problem without explicit pairs, indexed for ``tightest`` in O(log n).
+
+    Only the edges that can hold the current ``size`` are indexed (capacity and both real ends at
+    least as large); the others wait in a heap until the size, which never grows, drops to them.
+    Indexed edges sit in buckets by the end of ``y`` (real and sink edges) or the start of ``x``
+    (source edges, mirrored so that the rightmost bucket is the earliest start), and a :class:`MaxTree`
+    over each bucket list finds the buckets a block fits in.
+    Edge fields are Python lists: one edge changes per step, where numpy's per-call cost dominates.
+    """
+
+    def __init__(self, conflicts: Conflicts) -> None:
+        self.conflicts = conflicts
+        live = conflicts.live
+        self.end_times = np.unique(conflicts.ends[live])
+        self.start_times = np.unique(conflicts.starts[live])
+        self._end_at = np.searchsorted(self.end_times, conflicts.ends).tolist()
+        self._start_at = np.searchsorted(self.start_times, conflicts.starts).tolist()
+        self._ends, self._starts = conflicts.ends.tolist(), conflicts.starts.tolist()
+        self._sizes = conflicts.sizes.tolist()
+        self.y, self.x, self.cap, self.off, self.grp = [], [], [], [], []
+        self.size = FOREVER
+        self._waiting: list[tuple[int, int]] = []
+        self._indexed: list[bool] = []
+        ne, ns = len(self.end_times), len(self.start_times)
+        self._real, self._sink, self._source = MaxTree(ne), MaxTree(ne), MaxTree(ns)
+        self._real_at = [[] for _ in range(ne)]
+        self._sink_at = [[] for _ in range(ne)]
+        self._source_at = [[] for _ in range(ns)]
+
+    def add(self, y: int, x: int, cap: int, off: int, grp: int) -> None:
+        """Adds the edge ``(y, x) {cap, off}`` of group ``grp`` (an empty one is not stored)."""
+        if cap <= 0:
+            return
+        k = len(self.y)
+        self.y.append(y)
+        self.x.append(x)
+        self.cap.append(cap)
+        self.off.append(off)
+        self.grp.append(grp)
+        self._indexed.append(False)
+        self._wait_or_index(k)
+
+    def take(self, k: int, size: int) -> None:
+        """Uses the first ``size`` bytes of edge ``k``."""
+        self.cap[k] -= size
+        self.off[k] += size
+        if self.cap[k] < self.size:
+            self._unindex(k)
+            self._wait_or_index(k)
+
+    def shrink_to(self, size: int) -> None:
+        """Indexes the waiting edges that can hold ``size`` bytes (sizes only shrink)."""
+        self.size = size
+        waiting = self._waiting
+        while waiting and -waiting[0][0] >= size:
+            self._index(heapq.heappop(waiting)[1])
+
+    def _room(self, k: int) -> int:
+        y, x, sizes = self.y[k], self.x[k], self._sizes
+        return min(self.cap[k], FOREVER if y == SOURCE else sizes[y], FOREVER if x == SINK else sizes[x])
+
+    def _wait_or_index(self, k: int) -> None:
+        room = self._room(k)
+        if room >= self.size:
+            self._index(k)
+        elif room > 0:
+            heapq.heappush(self._waiting, (-room, k))
+
+    def _index(self, k: int) -> None:
+        y, x = self.y[k], self.x[k]
+        self._indexed[k] = True
+        if y == SOURCE:
+            at = self._start_at[x]
+            self._source_at[at].append(k)
+            self._source.set(len(self._source_at) - 1 - at, 1)
+        elif x == SINK:
+            at = self._end_at[y]
+            self._sink_at[at].append(k)
+            self._sink.set(at, 1)
+        else:
+            at = self._end_at[y]
+            self._real_at[at].append(k)
+            if self._starts[x] > self._real.get(at):
+                self._real.set(at, self._starts[x])
+
+    def _unindex(self, k: int) -> None:
+        if not self._indexed[k]:
+            return
+        self._indexed[k] = False
+        y, x = self.y[k], self.x[k]
+        if y == SOURCE:
+            at = self._start_at[x]
+            self._source_at[at].remove(k)
+            self._source.set(len(self._source_at) - 1 - at, 1 if self._source_at[at] else EMPTY)
+        elif x == SINK:
+            at = self._end_at[y]
+            self._sink_at[at].remove(k)
+            self._sink.set(at, 1 if self._sink_at[at] else EMPTY)
+        else:
+            at = self._end_at[y]
+            bucket = self._real_at[at]
+            bucket.remove(k)
+            self._real.set(at, max((self._starts[self.x[j]] for j in bucket), default=EMPTY))
+
+    def tightest(self, start: int, end: int, steps: int) -> int | None:
+        """The edge libnnc picks for a block live on ``[start, end)``: the cheapest indexed edge whose
+        window holds it, ties as in :meth:`GraphPlanner.edge_for`.
+
+        A real edge costs ``xstart - yend - (end - start) + 2 <= steps - 1``, an open one at least
+        ``steps + 1``, so real edges come first: walking the buckets of ``yend`` down from ``start``,
+        the narrowest window wins, and the walk stops once no window can be narrower.
+        """
+        last = int(np.searchsorted(self.end_times, start, side="right")) - 1
+        best, best_width = None, FOREVER
+        at = self._real.rightmost(last, end)
+        while at >= 0:
+            yend = int(self.end_times[at])
+            if end - yend >= best_width:
+                break  # every window from here is wider, or as wide with a longer hop from y
+            fits = [k for k in self._real_at[at] if self._starts[self.x[k]] >= end]
+            k = min(fits, key=lambda k: (self._starts[self.x[k]], self.y[k], self.x[k]))
+            if self._starts[self.x[k]] - yend < best_width:
+                best, best_width = k, self._starts[self.x[k]] - yend
+            at = self._real.rightmost(at - 1, end)
+        if best is not None:
+            return best
+        sink = self._sink.rightmost(last, 1)
+        first = int(np.searchsorted(self.start_times, end, side="left"))
+        mirrored = self._source.rightmost(len(self.start_times) - 1 - first, 1)
+        source = len(self.start_times) - 1 - mirrored if mirrored >= 0 else -1
+        if sink < 0 and source < 0:
+            return None
+        if sink >= 0:
+            sink_cost = steps + start - int(self.end_times[sink]) + 1
+        if source >= 0:
+            source_cost = steps + int(self.start_times[source]) - end + 1
+        if source < 0 or (sink >= 0 and sink_cost <= source_cost):
+            return min(self._sink_at[sink], key=lambda k: self.y[k])
+        return min(self._source_at[source], key=lambda k: self.x[k])
+
+
 class Edges(NamedTuple):
     """A snapshot of some edges' indices and endpoints, shared by the candidates of one round."""
 
@@ -137,21 +282,37 @@ class Edges(NamedTuple):
 
 
 class GraphPlanner:
-    """The state of one NNC run: the allocation graph, groups, offsets and interference counts."""
+    """The state of one NNC run: the allocation graph, groups, offsets and interference counts.
 
-    def __init__(self, problem: Problem, open_ends: bool) -> None:
+    ``indexed`` asks for the :class:`IndexedGraph` and :meth:`edge_for_unit`'s O(log n) search; it is
+    used when the problem has no explicit pairs (their byte test needs every edge). ``uoc``, the
+    interference count of every unplaced unit, is kept up to date only without the index: ``nnc``
+    counts on demand instead.
+    """
+
+    def __init__(self, problem: Problem, open_ends: bool, indexed: bool = False) -> None:
         self.conflicts = Conflicts(problem)
         self.units = Units(problem, self.conflicts)
-        self.graph = AllocationGraph(self.conflicts, open_ends)
+        self.indexed = indexed and open_ends and not self.conflicts.has_pairs
+        self.graph = IndexedGraph(self.conflicts) if self.indexed else AllocationGraph(self.conflicts, open_ends)
         n = problem.n
         self.group = np.full(n, -1, np.int64)
         self.local = np.zeros(n, np.int64)
         self.group_sizes: list[int] = []
         self.block_placed = ~self.conflicts.live
         self.unplaced = self.units.size > 0
-        degrees = self.conflicts.degrees()
-        self.uoc = np.bincount(self.units.of, weights=degrees, minlength=self.units.count).astype(np.int64)
+        self.uoc = None
+        if not self.indexed:
+            degrees = self.conflicts.degrees()
+            self.uoc = np.bincount(self.units.of, weights=degrees, minlength=self.units.count).astype(np.int64)
         self.steps = self.conflicts.steps
+
+    def edge_for_unit(self, unit: int, size: int) -> int | None:
+        """The tightest edge that can take ``unit`` (``size`` bytes), as :meth:`edge_for` finds it."""
+        if self.indexed:
+            self.graph.shrink_to(size)
+            return self.graph.tightest(int(self.units.start[unit]), int(self.units.end[unit]), self.steps)
+        return self.edge_for(self.units.members[unit], size, self.graph.fitting_kept(size))
 
     def edge_for(self, string: np.ndarray, size: int, edges: Edges) -> int | None:
         """The tightest of ``edges`` that can take ``string`` (blocks in time order, ``size`` bytes)."""
@@ -231,12 +392,14 @@ class GraphPlanner:
             self.group[b] = grp
             self.local[b] = off
             self.block_placed[b] = True
-            self._forget(b)
+            if self.uoc is not None:
+                self._forget(b)
         self.unplaced[self.units.of[blocks]] = False
 
     def _forget(self, block: int) -> None:
         """A placed block no longer counts in the interference count of the unplaced ones."""
-        hit = np.flatnonzero(self.conflicts.mask(block) & ~self.block_placed)
+        hit = self.conflicts.conflicting([block])
+        hit = hit[~self.block_placed[hit]]
         np.subtract.at(self.uoc, self.units.of[hit], 1)
 
     def result(self, name: str) -> Allocation:
