@@ -144,6 +144,10 @@ class IndexedGraph:
         self._end_at = np.searchsorted(self.end_times, conflicts.ends).tolist()
         self._start_at = np.searchsorted(self.start_times, conflicts.starts).tolist()
         self._ends, self._starts = conflicts.ends.tolist(), conflicts.starts.tolist()
+        self._end_times, self._start_times = self.end_times.tolist(), self.start_times.tolist()
+        # For a block, the last end time up to its start and the first start time from its end.
+        self._last_end_by = (np.searchsorted(self.end_times, conflicts.starts, side="right") - 1).tolist()
+        self._first_start_from = np.searchsorted(self.start_times, conflicts.ends, side="left").tolist()
         self._sizes = conflicts.sizes.tolist()
         self.y, self.x, self.cap, self.off, self.grp = [], [], [], [], []
         self.size = FOREVER
@@ -230,41 +234,40 @@ class IndexedGraph:
             bucket.remove(k)
             self._real.set(at, max((self._starts[self.x[j]] for j in bucket), default=EMPTY))
 
-    def tightest(self, start: int, end: int, steps: int) -> int | None:
-        """The edge libnnc picks for a block live on ``[start, end)``: the cheapest indexed edge whose
-        window holds it, ties as in :meth:`GraphPlanner.edge_for`.
+    def tightest(self, first: int, last: int, steps: int) -> int | None:
+        """The edge libnnc picks for a string from block ``first`` to block ``last`` (in time): the
+        cheapest indexed edge whose window holds it, ties as in :meth:`GraphPlanner.edge_for`.
 
         A real edge costs ``xstart - yend - (end - start) + 2 <= steps - 1``, an open one at least
         ``steps + 1``, so real edges come first: walking the buckets of ``yend`` down from ``start``,
         the narrowest window wins, and the walk stops once no window can be narrower.
         """
-        last = int(np.searchsorted(self.end_times, start, side="right")) - 1
+        start, end = self._starts[first], self._ends[last]
+        ends_by, starts_from = self._last_end_by[first], self._first_start_from[last]
+        end_times, starts, ys, xs = self._end_times, self._starts, self.y, self.x
         best, best_width = None, FOREVER
-        at = self._real.rightmost(last, end)
+        at = self._real.rightmost(ends_by, end)
         while at >= 0:
-            yend = int(self.end_times[at])
-            if end - yend >= best_width:
-                break  # every window from here is wider, or as wide with a longer hop from y
-            fits = [k for k in self._real_at[at] if self._starts[self.x[k]] >= end]
-            k = min(fits, key=lambda k: (self._starts[self.x[k]], self.y[k], self.x[k]))
-            if self._starts[self.x[k]] - yend < best_width:
-                best, best_width = k, self._starts[self.x[k]] - yend
+            fits = [k for k in self._real_at[at] if starts[xs[k]] >= end]
+            k = min(fits, key=lambda k: (starts[xs[k]], ys[k], xs[k]))
+            if starts[xs[k]] - end_times[at] < best_width:
+                best, best_width = k, starts[xs[k]] - end_times[at]
+            # Further left every window is wider, or as wide with a longer hop from y.
+            if at == 0 or end - end_times[at - 1] >= best_width:
+                break
             at = self._real.rightmost(at - 1, end)
         if best is not None:
             return best
-        sink = self._sink.rightmost(last, 1)
-        first = int(np.searchsorted(self.start_times, end, side="left"))
-        mirrored = self._source.rightmost(len(self.start_times) - 1 - first, 1)
-        source = len(self.start_times) - 1 - mirrored if mirrored >= 0 else -1
+        sink = self._sink.rightmost(ends_by, 1)
+        mirrored = self._source.rightmost(len(self._source_at) - 1 - starts_from, 1)
+        source = len(self._source_at) - 1 - mirrored if mirrored >= 0 else -1
         if sink < 0 and source < 0:
             return None
-        if sink >= 0:
-            sink_cost = steps + start - int(self.end_times[sink]) + 1
-        if source >= 0:
-            source_cost = steps + int(self.start_times[source]) - end + 1
-        if source < 0 or (sink >= 0 and sink_cost <= source_cost):
-            return min(self._sink_at[sink], key=lambda k: self.y[k])
-        return min(self._source_at[source], key=lambda k: self.x[k])
+        sink_cost = steps + start - end_times[sink] + 1 if sink >= 0 else FOREVER
+        source_cost = steps + self._start_times[source] - end + 1 if source >= 0 else FOREVER
+        if sink_cost <= source_cost:
+            return min(self._sink_at[sink], key=lambda k: ys[k])
+        return min(self._source_at[source], key=lambda k: xs[k])
 
 
 class Edges(NamedTuple):
@@ -301,6 +304,7 @@ class GraphPlanner:
         self.group_sizes: list[int] = []
         self.block_placed = ~self.conflicts.live
         self.unplaced = self.units.size > 0
+        self._sizes = self.conflicts.sizes.tolist()
         self.uoc = None
         if not self.indexed:
             degrees = self.conflicts.degrees()
@@ -311,7 +315,7 @@ class GraphPlanner:
         """The tightest edge that can take ``unit`` (``size`` bytes), as :meth:`edge_for` finds it."""
         if self.indexed:
             self.graph.shrink_to(size)
-            return self.graph.tightest(int(self.units.start[unit]), int(self.units.end[unit]), self.steps)
+            return self.graph.tightest(int(self.units.first[unit]), int(self.units.last[unit]), self.steps)
         return self.edge_for(self.units.members[unit], size, self.graph.fitting_kept(size))
 
     def edge_for(self, string: np.ndarray, size: int, edges: Edges) -> int | None:
@@ -363,31 +367,19 @@ class GraphPlanner:
 
     def place(self, string: np.ndarray, size: int, edge: int | None) -> None:
         """Inserts ``string`` (blocks in time order, sharing one offset) on ``edge``, or in a new group."""
-        g, sizes = self.graph, self.conflicts.sizes
+        g = self.graph
         if edge is None:
             grp, y, x, off = len(self.group_sizes), SOURCE, SINK, 0
             self.group_sizes.append(int(size))
         else:
             grp, y, x, off = int(g.grp[edge]), int(g.y[edge]), int(g.x[edge]), int(g.off[edge])
             g.take(edge, size)
-        blocks = [int(b) for b in string]
-        consumed = 0
-        for b in blocks:
-            if sizes[b] > consumed:
-                g.add(y, b, int(sizes[b]) - consumed, off + consumed, grp)
-                consumed = int(sizes[b])
-            if consumed == size:
-                break
-        for i, b in enumerate(blocks):
-            own, consumed = int(sizes[b]), 0
-            for later in blocks[i + 1 :]:
-                shared = min(own, int(sizes[later]))
-                if shared > consumed:
-                    g.add(b, later, shared - consumed, off + consumed, grp)
-                    consumed = shared
-                if consumed == own:
-                    break
-            g.add(b, x, own - consumed, off + consumed, grp)
+        blocks = string.tolist()
+        if len(blocks) == 1:
+            g.add(y, blocks[0], self._sizes[blocks[0]], off, grp)
+            g.add(blocks[0], x, self._sizes[blocks[0]], off, grp)
+        else:
+            self._add_string(blocks, y, x, off, size, grp)
         for b in blocks:
             self.group[b] = grp
             self.local[b] = off
@@ -395,6 +387,27 @@ class GraphPlanner:
             if self.uoc is not None:
                 self._forget(b)
         self.unplaced[self.units.of[blocks]] = False
+
+    def _add_string(self, blocks: list[int], y: int, x: int, off: int, size: int, grp: int) -> None:
+        """The edges of a string of blocks in time order put on the bytes of ``(y, x)`` from ``off``."""
+        g, sizes = self.graph, self._sizes
+        consumed = 0
+        for b in blocks:
+            if sizes[b] > consumed:
+                g.add(y, b, sizes[b] - consumed, off + consumed, grp)
+                consumed = sizes[b]
+            if consumed == size:
+                break
+        for i, b in enumerate(blocks):
+            own, consumed = sizes[b], 0
+            for later in blocks[i + 1 :]:
+                shared = min(own, sizes[later])
+                if shared > consumed:
+                    g.add(b, later, shared - consumed, off + consumed, grp)
+                    consumed = shared
+                if consumed == own:
+                    break
+            g.add(b, x, own - consumed, off + consumed, grp)
 
     def _forget(self, block: int) -> None:
         """A placed block no longer counts in the interference count of the unplaced ones."""

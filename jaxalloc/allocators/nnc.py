@@ -28,6 +28,7 @@ def nnc(problem: Problem) -> Allocation:
     plan = GraphPlanner(problem, open_ends=True, indexed=True)
     units = plan.units
     count = _Interference(plan)
+    oc = np.zeros(units.count, np.int64)
     order = np.lexsort((np.arange(units.count), -units.size))
     order = order[units.size[order] > 0]
     first_round = True
@@ -35,56 +36,129 @@ def nnc(problem: Problem) -> Allocation:
         if not len(run):
             continue
         size = int(units.size[run[0]])
-        run = run.tolist()
-        waiting = [(-count.of(u), u) for u in run] if len(run) > 1 else [(0, run[0])]
-        heapq.heapify(waiting)
-        marked: list[tuple[int, int]] = []
-        while waiting or marked:
+        cands = _Candidates(plan, count, oc, run)
+        while cands.left:
             chosen = None
-            while waiting and not first_round:
-                key, u = _pop_first(waiting, count)
+            while not first_round:
+                u = cands.first(marked=False)
+                if u is None:
+                    break
                 edge = plan.edge_for_unit(u, size)
                 if edge is not None:
                     chosen = (u, edge)
                     break
-                heapq.heappush(marked, (key, u))
+                cands.mark(u)
             first_round = False
             if chosen is not None:
-                _place(plan, count, chosen[0], size, chosen[1])
+                cands.place(chosen[0], size, chosen[1], count)
                 continue
-            u = _pop_first(marked if marked else waiting, count)[1]
-            _place(plan, count, u, size, None)
-            waiting, marked = _clear_marks(plan, u, waiting, marked)
+            u = cands.first(marked=True)
+            u = cands.first(marked=False) if u is None else u
+            cands.place(u, size, None, count)
+            cands.clear_marks(u)
     return plan.result("nnc")
 
 
-def _pop_first(heap: list[tuple[int, int]], count: _Interference) -> tuple[int, int]:
-    """Pops the unit with the most interference (then the lowest index), refreshing stale keys."""
-    while len(heap) > 1:
-        key, u = heap[0]
-        true = -count.of(u)
-        if true == key:
-            break
-        heapq.heapreplace(heap, (true, u))
-    return heapq.heappop(heap)
+_WAITING, _MARKED, _PLACED = 0, 1, 2
 
 
-def _place(plan: GraphPlanner, count: _Interference, unit: int, size: int, edge: int | None) -> None:
-    string = plan.units.members[unit]
-    plan.place(string, size, edge)
-    for b in string:
-        count.placed(int(b))
+class _Candidates:
+    """The units of one size (one run of rounds), unmarked or marked *cannot insert*, in two heaps
+    ordered by their interference count (more first), then by index.
 
+    Placing a unit lowers the count of the run's units it interferes with (found among the run's
+    blocks sorted by start, in a window as long as the run's longest lifetime). Counts only fall, so
+    a heap key is an upper bound: the top is checked against the count and pushed back when stale.
+    A key is one integer, ``-count * units + index``, which heaps compare fastest.
+    """
 
-def _clear_marks(plan: GraphPlanner, unit: int, waiting: list, marked: list) -> tuple[list, list]:
-    """A new group gives a new chance to the marked units that interfere with none of its blocks."""
-    hit = set(plan.units.of[plan.conflicts.conflicting(plan.units.members[unit])].tolist())
-    still = [entry for entry in marked if entry[1] in hit]
-    for entry in marked:
-        if entry[1] not in hit:
-            heapq.heappush(waiting, entry)
-    heapq.heapify(still)
-    return waiting, still
+    def __init__(self, plan: GraphPlanner, count: _Interference, oc: np.ndarray, run: np.ndarray) -> None:
+        self.plan = plan
+        self.left = len(run)
+        units, c = plan.units, plan.conflicts
+        self.oc, self.scale = oc, units.count
+        if len(run) > 1:
+            oc[run] = [count.of(u) for u in run.tolist()]
+        self.state = dict.fromkeys(run.tolist(), _WAITING)
+        self.marked: set[int] = set()
+        self.heaps: tuple[list[int], list[int]] = ((-oc[run] * self.scale + run).tolist(), [])
+        heapq.heapify(self.heaps[_WAITING])
+        self.tracked = len(run) > 1
+        if self.tracked:
+            blocks = np.concatenate([units.members[u] for u in run])
+            blocks = blocks[c.live[blocks]]
+            self.blocks = blocks[np.argsort(c.starts[blocks], kind="stable")]
+            self.starts, self.ends = c.starts[self.blocks], c.ends[self.blocks]
+            self.longest = int((c.ends[blocks] - c.starts[blocks]).max()) if len(blocks) else 0
+            self.unique_hits = bool(units.lone[run].all())
+
+    def first(self, marked: bool) -> int | None:
+        """The unit of the most interference (then the lowest index) among the unmarked or the marked."""
+        heap, oc, state, scale = self.heaps[marked], self.oc, self.state, self.scale
+        while heap:
+            u = heap[0] % scale
+            key = -int(oc[u]) * scale + u
+            if state[u] != marked:
+                heapq.heappop(heap)
+            elif heap[0] != key:
+                heapq.heapreplace(heap, key)
+            else:
+                heapq.heappop(heap)
+                return u
+        return None
+
+    def mark(self, u: int) -> None:
+        self.marked.add(u)
+        self._move(u, _MARKED)
+
+    def clear_marks(self, opened: int) -> None:
+        """A new group gives a new chance to the marked units that interfere with none of its blocks."""
+        units, c = self.plan.units, self.plan.conflicts
+        marked = list(self.marked)
+        if not marked:
+            return
+        blocks = np.concatenate([units.members[u] for u in marked])
+        hit = np.zeros(len(blocks), bool)
+        for b in units.members[opened].tolist():
+            hit |= c.among(b, blocks)
+        cleared = set(marked) - set(units.of[blocks[hit]].tolist())
+        self.marked -= cleared
+        for u in cleared:
+            self._move(u, _WAITING)
+
+    def _move(self, u: int, state: int) -> None:
+        self.state[u] = state
+        heapq.heappush(self.heaps[state], -int(self.oc[u]) * self.scale + u)
+
+    def place(self, u: int, size: int, edge: int | None, count: _Interference) -> None:
+        string = self.plan.units.members[u]
+        self.plan.place(string, size, edge)
+        self.state[u] = _PLACED
+        self.marked.discard(u)
+        self.left -= 1
+        for b in string.tolist():
+            count.placed(b)
+            if self.tracked and self.plan.conflicts.live[b]:
+                self._lower(b)
+
+    def _lower(self, b: int) -> None:
+        """Lowers the count of the run's units by one for each of their blocks that interferes with
+        block ``b`` (placed units' counts are never read again, so they need no filtering)."""
+        c, units = self.plan.conflicts, self.plan.units
+        s, e = c.starts[b], c.ends[b]
+        hits = self.blocks[:0]
+        if c.timed:
+            lo, hi = np.searchsorted(self.starts, (s - self.longest, e))
+            hits = self.blocks[lo:hi][self.ends[lo:hi] > s]
+        if c.has_pairs:
+            partners = c.partners(b)
+            if c.timed:
+                partners = partners[(c.starts[partners] >= e) | (c.ends[partners] <= s)]
+            hits = np.concatenate([hits, partners[[u in self.state for u in units.of[partners].tolist()]]])
+        if self.unique_hits:
+            self.oc[units.of[hits]] -= 1
+        else:
+            np.subtract.at(self.oc, units.of[hits], 1)
 
 
 class _Interference:
@@ -106,6 +180,8 @@ class _Interference:
         self.started_before = np.searchsorted(starts, c.ends, side="left").tolist()
         self.ended_by = np.searchsorted(ends, c.starts, side="right").tolist()
         self.started, self.ended = CountTree(len(starts)), CountTree(len(ends))
+        self.lone_block = np.where(plan.units.lone, plan.units.first, -1).tolist()
+        self.simple = c.timed and not c.has_pairs
 
     def placed(self, block: int) -> None:
         if self.live[block] and self.conflicts.timed:
@@ -113,6 +189,9 @@ class _Interference:
             self.ended.add(self.end_at[block])
 
     def of(self, unit: int) -> int:
+        b = self.lone_block[unit]
+        if self.simple and b >= 0:
+            return self.degree[b] - self.started.below(self.started_before[b]) + self.ended.below(self.ended_by[b])
         c, total = self.conflicts, 0
         for b in self.plan.units.members[unit].tolist():
             if not self.live[b]:

@@ -36,9 +36,9 @@ class MaxTree:
 
     def rightmost(self, position: int, at_least: int) -> int:
         """The largest position ``<= position`` whose value is ``>= at_least``, or -1."""
-        if position < 0:
-            return -1
         values, leaves = self.values, self.leaves
+        if position < 0 or values[1] < at_least:
+            return -1
         node = position + leaves
         if values[node] >= at_least:
             return position
