@@ -245,13 +245,16 @@ class IndexedGraph:
         start, end = self._starts[first], self._ends[last]
         ends_by, starts_from = self._last_end_by[first], self._first_start_from[last]
         end_times, starts, ys, xs = self._end_times, self._starts, self.y, self.x
-        best, best_width = None, FOREVER
+        best, best_width, best_at = None, FOREVER, -1
         at = self._real.rightmost(ends_by, end)
         while at >= 0:
-            fits = [k for k in self._real_at[at] if starts[xs[k]] >= end]
-            k = min(fits, key=lambda k: (starts[xs[k]], ys[k], xs[k]))
-            if starts[xs[k]] - end_times[at] < best_width:
-                best, best_width = k, starts[xs[k]] - end_times[at]
+            for k in self._real_at[at]:
+                width = starts[xs[k]] - end_times[at]
+                if starts[xs[k]] >= end and (
+                    width < best_width
+                    or (width == best_width and best_at == at and (ys[k], xs[k]) < (ys[best], xs[best]))
+                ):
+                    best, best_width, best_at = k, width, at
             # Further left every window is wider, or as wide with a longer hop from y.
             if at == 0 or end - end_times[at - 1] >= best_width:
                 break
@@ -305,6 +308,7 @@ class GraphPlanner:
         self.block_placed = ~self.conflicts.live
         self.unplaced = self.units.size > 0
         self._sizes = self.conflicts.sizes.tolist()
+        self._first, self._last = self.units.first.tolist(), self.units.last.tolist()
         self.uoc = None
         if not self.indexed:
             degrees = self.conflicts.degrees()
@@ -315,7 +319,7 @@ class GraphPlanner:
         """The tightest edge that can take ``unit`` (``size`` bytes), as :meth:`edge_for` finds it."""
         if self.indexed:
             self.graph.shrink_to(size)
-            return self.graph.tightest(int(self.units.first[unit]), int(self.units.last[unit]), self.steps)
+            return self.graph.tightest(self._first[unit], self._last[unit], self.steps)
         return self.edge_for(self.units.members[unit], size, self.graph.fitting_kept(size))
 
     def edge_for(self, string: np.ndarray, size: int, edges: Edges) -> int | None:
@@ -386,7 +390,7 @@ class GraphPlanner:
             self.block_placed[b] = True
             if self.uoc is not None:
                 self._forget(b)
-        self.unplaced[self.units.of[blocks]] = False
+        self.unplaced[self.units.of[blocks[0]] if len(blocks) == 1 else self.units.of[blocks]] = False
 
     def _add_string(self, blocks: list[int], y: int, x: int, off: int, size: int, grp: int) -> None:
         """The edges of a string of blocks in time order put on the bytes of ``(y, x)`` from ``off``."""
