@@ -89,9 +89,11 @@ def assert_same_plans(problem: Problem, names) -> None:
 
 @pytest.mark.parametrize("seed", range(8))
 def test_random_problems_get_todays_plans(seed):
+    """``nnc`` on every problem, each other allocator on every seventh (to keep the suite fast)."""
     rng = np.random.default_rng(seed)
-    for _ in range(250):
-        assert_same_plans(random_problem(rng), REFERENCES)
+    others = [name for name in REFERENCES if name != "nnc"]
+    for i in range(200):
+        assert_same_plans(random_problem(rng), ["nnc", others[i % len(others)]])
 
 
 @pytest.mark.parametrize("path", sorted(TRACES.rglob("*.csv")) if TRACES.is_dir() else [], ids=lambda p: p.name)
