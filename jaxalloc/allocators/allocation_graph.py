@@ -170,7 +170,8 @@ class IndexedGraph:
         self.off.append(off)
         self.grp.append(grp)
         self._indexed.append(False)
-        self._wait_or_index(k)
+        sizes = self._sizes
+        self._wait_or_index(k, min(cap, FOREVER if y == SOURCE else sizes[y], FOREVER if x == SINK else sizes[x]))
 
     def take(self, k: int, size: int) -> None:
         """Uses the first ``size`` bytes of edge ``k``."""
@@ -178,7 +179,7 @@ class IndexedGraph:
         self.off[k] += size
         if self.cap[k] < self.size:
             self._unindex(k)
-            self._wait_or_index(k)
+            self._wait_or_index(k, self.cap[k])
 
     def shrink_to(self, size: int) -> None:
         """Indexes the waiting edges that can hold ``size`` bytes (sizes only shrink)."""
@@ -187,12 +188,8 @@ class IndexedGraph:
         while waiting and -waiting[0][0] >= size:
             self._index(heapq.heappop(waiting)[1])
 
-    def _room(self, k: int) -> int:
-        y, x, sizes = self.y[k], self.x[k], self._sizes
-        return min(self.cap[k], FOREVER if y == SOURCE else sizes[y], FOREVER if x == SINK else sizes[x])
-
-    def _wait_or_index(self, k: int) -> None:
-        room = self._room(k)
+    def _wait_or_index(self, k: int, room: int) -> None:
+        """Indexes edge ``k`` if its ``room`` (capacity, or a smaller real end) holds the current size."""
         if room >= self.size:
             self._index(k)
         elif room > 0:
