@@ -70,16 +70,9 @@ class Conflicts:
             out[:] = False
         return out
 
-    def mask_any(self, blocks) -> np.ndarray:
-        """Boolean mask of the blocks that conflict with any of ``blocks`` (a companion string)."""
-        out = self.mask(int(blocks[0]))
-        for b in blocks[1:]:
-            out |= self.mask(int(b))
-        return out
-
     def conflicting(self, blocks) -> np.ndarray:
-        """The blocks that conflict with any of ``blocks``: ``mask_any`` as indices, in time proportional
-        to their number instead of to all blocks."""
+        """The blocks that conflict with any of ``blocks`` (a companion string), found through an
+        interval index in time proportional to their number, not to all blocks as a mask would."""
         found = []
         for b in blocks:
             b = int(b)
@@ -156,17 +149,15 @@ class Units:
         heads = np.flatnonzero(leader == np.arange(n))
         self.of = np.searchsorted(heads, leader)
         self.count = len(heads)
-        members = list(heads.reshape(-1, 1))
-        for group in problem.companions:
-            blocks = np.array(sorted(group), np.int64)
-            members[self.of[blocks[0]]] = blocks[np.argsort(conflicts.starts[blocks], kind="stable")]
-        self.members = members
-        self.size = np.zeros(self.count, np.int64)
-        np.maximum.at(self.size, self.of, conflicts.sizes)
+        self.members = list(heads.reshape(-1, 1))
         self.first, self.last = heads.copy(), heads.copy()
         for group in problem.companions:
-            blocks = members[self.of[group[0]]]
-            self.first[self.of[group[0]]], self.last[self.of[group[0]]] = blocks[0], blocks[-1]
+            blocks = np.array(sorted(group), np.int64)
+            blocks = blocks[np.argsort(conflicts.starts[blocks], kind="stable")]
+            u = self.of[group[0]]
+            self.members[u], self.first[u], self.last[u] = blocks, blocks[0], blocks[-1]
+        self.size = np.zeros(self.count, np.int64)
+        np.maximum.at(self.size, self.of, conflicts.sizes)
         self.start = conflicts.starts[self.first]
         self.end = conflicts.ends[self.last]
         self.lone = np.bincount(self.of, minlength=self.count) == 1
