@@ -132,7 +132,8 @@ class IndexedGraph:
     least as large); the others wait in a heap until the size, which never grows, drops to them.
     Indexed edges sit in buckets by the end of ``y`` (real and sink edges) or the start of ``x``
     (source edges, mirrored so that the rightmost bucket is the earliest start), and a :class:`MaxTree`
-    over each bucket list finds the buckets a block fits in.
+    over each bucket list finds the buckets a block fits in: its value is the latest start of an ``x``
+    (real edges), or the bucket's distance from the far end (open edges).
     Edge fields are Python lists: one edge changes per step, where numpy's per-call cost dominates.
     """
 
@@ -201,11 +202,11 @@ class IndexedGraph:
         if y == SOURCE:
             at = self._start_at[x]
             self._source_at[at].append(k)
-            self._source.set(len(self._source_at) - 1 - at, 1)
+            self._source.set(len(self._source_at) - 1 - at, at)
         elif x == SINK:
             at = self._end_at[y]
             self._sink_at[at].append(k)
-            self._sink.set(at, 1)
+            self._sink.set(at, len(self._sink_at) - 1 - at)
         else:
             at = self._end_at[y]
             self._real_at[at].append(k)
@@ -220,11 +221,11 @@ class IndexedGraph:
         if y == SOURCE:
             at = self._start_at[x]
             self._source_at[at].remove(k)
-            self._source.set(len(self._source_at) - 1 - at, 1 if self._source_at[at] else EMPTY)
+            self._source.set(len(self._source_at) - 1 - at, at if self._source_at[at] else EMPTY)
         elif x == SINK:
             at = self._end_at[y]
             self._sink_at[at].remove(k)
-            self._sink.set(at, 1 if self._sink_at[at] else EMPTY)
+            self._sink.set(at, len(self._sink_at) - 1 - at if self._sink_at[at] else EMPTY)
         else:
             at = self._end_at[y]
             bucket = self._real_at[at]
@@ -258,8 +259,9 @@ class IndexedGraph:
             at = self._real.rightmost(at - 1, end)
         if best is not None:
             return best
-        sink = self._sink.rightmost(ends_by, 1)
-        mirrored = self._source.rightmost(len(self._source_at) - 1 - starts_from, 1)
+        # A bucket's value is its distance from the far end, so the root alone can tell that none fits.
+        sink = self._sink.rightmost(ends_by, len(self._sink_at) - 1 - ends_by)
+        mirrored = self._source.rightmost(len(self._source_at) - 1 - starts_from, starts_from)
         source = len(self._source_at) - 1 - mirrored if mirrored >= 0 else -1
         if sink < 0 and source < 0:
             return None
