@@ -58,6 +58,14 @@ class Conflicts:
         """The blocks that form an explicit pair with block ``i``."""
         return self._partners[self._ptr[i] : self._ptr[i + 1]]
 
+    def untimed_partners(self, i: int) -> np.ndarray:
+        """The explicit partners of block ``i`` whose intervals do not overlap its own: the conflicts
+        that counting interval overlaps misses."""
+        found = self.partners(i)
+        if not self.timed:
+            return found
+        return found[(self.starts[found] >= self.ends[i]) | (self.ends[found] <= self.starts[i])]
+
     def mask(self, i: int) -> np.ndarray:
         """Boolean mask of the blocks that conflict with block ``i`` (never ``i`` itself)."""
         if self.timed:

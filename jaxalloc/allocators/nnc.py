@@ -7,9 +7,10 @@ tightest* edge: the cost of ``(y, x)`` is ``hop(y) + hop(x)``, with the penalty 
 the sink. A candidate that fits nowhere is marked *cannot insert* and skipped until a new group
 opens; when no candidate fits, the first one opens a new group. Loop companions go in as one string.
 
-The candidates of a size wait in two heaps (unmarked, marked) keyed by their interference count.
-Counts only fall as blocks are placed, so a stale key is an upper bound: the top is checked against
-its true count and pushed back when it fell, and no count is updated eagerly.
+Nothing here visits all blocks per round. The candidates of a size wait in two heaps (unmarked,
+marked) keyed by their interference count: counted when the size's rounds begin (Fenwick trees over
+the placed blocks' times), lowered in place as the size's units are placed, and refreshed in a heap
+when a stale key surfaces. The tightest edge comes from the indexed allocation graph.
 """
 
 from __future__ import annotations
@@ -50,11 +51,11 @@ def nnc(problem: Problem) -> Allocation:
                 cands.mark(u)
             first_round = False
             if chosen is not None:
-                cands.place(chosen[0], size, chosen[1], count)
+                cands.place(chosen[0], size, chosen[1])
                 continue
             u = cands.first(marked=True)
             u = cands.first(marked=False) if u is None else u
-            cands.place(u, size, None, count)
+            cands.place(u, size, None)
             cands.clear_marks(u)
     return plan.result("nnc")
 
@@ -73,7 +74,7 @@ class _Candidates:
     """
 
     def __init__(self, plan: GraphPlanner, count: _Interference, oc: np.ndarray, run: np.ndarray) -> None:
-        self.plan = plan
+        self.plan, self.count = plan, count
         self.left = len(run)
         units, c = plan.units, plan.conflicts
         self.oc, self.scale = oc, units.count
@@ -130,14 +131,15 @@ class _Candidates:
         self.state[u] = state
         heapq.heappush(self.heaps[state], -int(self.oc[u]) * self.scale + u)
 
-    def place(self, u: int, size: int, edge: int | None, count: _Interference) -> None:
+    def place(self, u: int, size: int, edge: int | None) -> None:
+        """Places unit ``u`` on ``edge`` (None: a new group) and lowers the counts it interferes with."""
         string = self.plan.units.members[u]
         self.plan.place(string, size, edge)
         self.state[u] = _PLACED
         self.marked.discard(u)
         self.left -= 1
         for b in string.tolist():
-            count.placed(b)
+            self.count.placed(b)
             if self.tracked and self.plan.conflicts.live[b]:
                 self._lower(b)
 
@@ -151,9 +153,7 @@ class _Candidates:
             lo, hi = np.searchsorted(self.starts, (s - self.longest, e))
             hits = self.blocks[lo:hi][self.ends[lo:hi] > s]
         if c.has_pairs:
-            partners = c.partners(b)
-            if c.timed:
-                partners = partners[(c.starts[partners] >= e) | (c.ends[partners] <= s)]
+            partners = c.untimed_partners(b)
             hits = np.concatenate([hits, partners[[u in self.state for u in units.of[partners].tolist()]]])
         if self.unique_hits:
             self.oc[units.of[hits]] -= 1
@@ -181,7 +181,6 @@ class _Interference:
         self.ended_by = np.searchsorted(ends, c.starts, side="right").tolist()
         self.started, self.ended = CountTree(len(starts)), CountTree(len(ends))
         self.lone_block = np.where(plan.units.lone, plan.units.first, -1).tolist()
-        self.simple = c.timed and not c.has_pairs
 
     def placed(self, block: int) -> None:
         if self.live[block] and self.conflicts.timed:
@@ -190,19 +189,16 @@ class _Interference:
 
     def of(self, unit: int) -> int:
         b = self.lone_block[unit]
-        if self.simple and b >= 0:
-            return self.degree[b] - self.started.below(self.started_before[b]) + self.ended.below(self.ended_by[b])
-        c, total = self.conflicts, 0
-        for b in self.plan.units.members[unit].tolist():
-            if not self.live[b]:
-                continue
-            total += self.degree[b]
-            if c.timed:
-                total -= self.started.below(self.started_before[b]) - self.ended.below(self.ended_by[b])
-            if c.has_pairs:
-                partners = c.partners(b)
-                partners = partners[self.plan.block_placed[partners]]
-                if c.timed:
-                    partners = partners[(c.starts[partners] >= c.ends[b]) | (c.ends[partners] <= c.starts[b])]
-                total -= len(partners)
+        if b >= 0:
+            return self._of_block(b)
+        return sum(self._of_block(b) for b in self.plan.units.members[unit].tolist())
+
+    def _of_block(self, b: int) -> int:
+        if not self.live[b]:
+            return 0
+        total = self.degree[b]
+        if self.conflicts.timed:
+            total -= self.started.below(self.started_before[b]) - self.ended.below(self.ended_by[b])
+        if self.conflicts.has_pairs:
+            total -= int(self.plan.block_placed[self.conflicts.untimed_partners(b)].sum())
         return total
