@@ -22,9 +22,8 @@ Among edges of equal cost the order of libnnc's search decides: ``(y, sink)`` ed
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import heapq
+from typing import NamedTuple
 
 import numpy as np
 
@@ -289,10 +288,10 @@ class Edges(NamedTuple):
 class GraphPlanner:
     """The state of one NNC run: the allocation graph, groups, offsets and interference counts.
 
-    ``indexed`` asks for the :class:`IndexedGraph` and :meth:`edge_for_unit`'s O(log n) search; it is
-    used when the problem has no explicit pairs (their byte test needs every edge). ``uoc``, the
-    interference count of every unplaced unit, is kept up to date only without the index: ``nnc``
-    counts on demand instead.
+    ``indexed`` (``nnc``) asks for the :class:`IndexedGraph` and :meth:`edge_for_unit`'s O(log n)
+    search, which is used when the problem has no explicit pairs (their byte test needs every edge),
+    and leaves ``uoc`` to the caller. Otherwise ``uoc``, the interference count of every unplaced unit,
+    is kept up to date (``nnc-2018``).
     """
 
     def __init__(self, problem: Problem, open_ends: bool, indexed: bool = False) -> None:
@@ -309,7 +308,7 @@ class GraphPlanner:
         self._sizes = self.conflicts.sizes.tolist()
         self._first, self._last = self.units.first.tolist(), self.units.last.tolist()
         self.uoc = None
-        if not self.indexed:
+        if not indexed:
             degrees = self.conflicts.degrees()
             self.uoc = np.bincount(self.units.of, weights=degrees, minlength=self.units.count).astype(np.int64)
         self.steps = self.conflicts.steps
