@@ -60,7 +60,7 @@ up to 10 s, so ``benchmarks/traces.py`` gives search 60 s."""
 _FIRST_NODE_BUDGET = 256
 _MAX_CLIQUES_FROM_PAIRS = 256
 _QUADRATIC = {"nnc-2018": 512}
-"""Start-plan allocators whose time grows quadratically, run last and only up to this many blocks:
+"""Start-plan allocators whose time grows quadratically, run only up to this many blocks:
 ``nnc-2018`` takes 1.4 s on 1,000 random blocks, 11 s on 3,000 and 77 s on the 20,000-block synthetic
 trace (and its plans there are far from the best); the challenging suite has at most 454 blocks."""
 
