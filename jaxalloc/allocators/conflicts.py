@@ -81,14 +81,13 @@ class Conflicts:
     def conflicting(self, blocks) -> np.ndarray:
         """The blocks that conflict with any of ``blocks`` (a companion string), found through an
         interval index in time proportional to their number, not to all blocks as a mask would."""
+        if self.timed and self._index is None:
+            self._index = IntervalIndex(self.starts, self.ends, np.flatnonzero(self.live))
         found = []
-        for b in blocks:
-            b = int(b)
+        for b in np.asarray(blocks).tolist():
             if not self.live[b]:
                 continue
             if self.timed:
-                if self._index is None:
-                    self._index = IntervalIndex(self.starts, self.ends, np.flatnonzero(self.live))
                 found.append(self._index.overlapping(b))
             if self.has_pairs:
                 found.append(self.partners(b))

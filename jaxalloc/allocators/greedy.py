@@ -56,15 +56,15 @@ def place_in_order(problem: Problem, order_by, rule: str, name: str) -> Allocati
     """Places the units one by one in the order ``order_by(units, ids)`` gives, each in the gap ``rule`` picks."""
     conflicts = Conflicts(problem)
     units = Units(problem, conflicts)
-    sizes = conflicts.sizes
+    sizes, unit_sizes = conflicts.sizes, units.size.tolist()
     offsets = np.zeros(problem.n, np.int64)
     placed = np.zeros(problem.n, bool)
-    for u in order_by(units, np.flatnonzero(units.size > 0)):
+    for u in order_by(units, np.flatnonzero(units.size > 0)).tolist():
         members = units.members[u]
         busy = conflicts.conflicting(members)
         busy = busy[placed[busy]]
         lo = offsets[busy]
-        offsets[members] = fit(lo, lo + sizes[busy], int(units.size[u]), rule)
+        offsets[members] = fit(lo, lo + sizes[busy], unit_sizes[u], rule)
         placed[members] = True
     return make_allocation(problem, offsets, name)
 
