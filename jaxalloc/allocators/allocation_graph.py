@@ -137,23 +137,21 @@ class IndexedGraph:
     """
 
     def __init__(self, conflicts: Conflicts) -> None:
-        self.conflicts = conflicts
-        live = conflicts.live
-        self.end_times = np.unique(conflicts.ends[live])
-        self.start_times = np.unique(conflicts.starts[live])
-        self._end_at = np.searchsorted(self.end_times, conflicts.ends).tolist()
-        self._start_at = np.searchsorted(self.start_times, conflicts.starts).tolist()
-        self._ends, self._starts = conflicts.ends.tolist(), conflicts.starts.tolist()
-        self._end_times, self._start_times = self.end_times.tolist(), self.start_times.tolist()
+        live, starts, ends = conflicts.live, conflicts.starts, conflicts.ends
+        end_times, start_times = np.unique(ends[live]), np.unique(starts[live])
+        self._end_at = np.searchsorted(end_times, ends).tolist()
+        self._start_at = np.searchsorted(start_times, starts).tolist()
+        self._ends, self._starts = ends.tolist(), starts.tolist()
+        self._end_times, self._start_times = end_times.tolist(), start_times.tolist()
         # For a block, the last end time up to its start and the first start time from its end.
-        self._last_end_by = (np.searchsorted(self.end_times, conflicts.starts, side="right") - 1).tolist()
-        self._first_start_from = np.searchsorted(self.start_times, conflicts.ends, side="left").tolist()
+        self._last_end_by = (np.searchsorted(end_times, starts, side="right") - 1).tolist()
+        self._first_start_from = np.searchsorted(start_times, ends, side="left").tolist()
         self._sizes = conflicts.sizes.tolist()
         self.y, self.x, self.cap, self.off, self.grp = [], [], [], [], []
         self.size = FOREVER
         self._waiting: list[tuple[int, int]] = []
         self._indexed: list[bool] = []
-        ne, ns = len(self.end_times), len(self.start_times)
+        ne, ns = len(end_times), len(start_times)
         self._real, self._sink, self._source = MaxTree(ne), MaxTree(ne), MaxTree(ns)
         self._real_at = [[] for _ in range(ne)]
         self._sink_at = [[] for _ in range(ne)]
