@@ -17,14 +17,12 @@ class IntervalIndex:
     """Overlap queries over fixed intervals ``[starts[i], ends[i])`` of the blocks in ``blocks``."""
 
     def __init__(self, starts: np.ndarray, ends: np.ndarray, blocks: np.ndarray) -> None:
-        self.starts, self.ends = starts, ends
         by_start = blocks[np.argsort(starts[blocks], kind="stable")]
         self._by_start = by_start
-        self._sorted_starts = starts[by_start]
+        sorted_starts = starts[by_start]
         self._times = np.unique(np.concatenate([starts[blocks], ends[blocks]]))
         leaves = 1 << max(1, int(len(self._times) - 1).bit_length())
         self._leaves = leaves
-        self._levels = leaves.bit_length()
         # The open range (start, end) in time indices, as leaves [lo, hi) of the tree.
         lo = np.searchsorted(self._times, starts[blocks]) + 1 + leaves
         hi = np.searchsorted(self._times, ends[blocks]) + leaves
@@ -48,11 +46,11 @@ class IntervalIndex:
         self._leaf[blocks] = np.searchsorted(self._times, starts[blocks]) + leaves
         self._leaf = self._leaf.tolist()
         first = np.zeros(len(starts), np.int64)
-        first[blocks] = np.searchsorted(self._sorted_starts, starts[blocks])
+        first[blocks] = np.searchsorted(sorted_starts, starts[blocks])
         rank = np.zeros(len(starts), np.int64)
         rank[by_start] = np.arange(len(by_start))
         last = np.zeros(len(starts), np.int64)
-        last[blocks] = np.searchsorted(self._sorted_starts, ends[blocks])
+        last[blocks] = np.searchsorted(sorted_starts, ends[blocks])
         self._first, self._rank, self._last = first.tolist(), rank.tolist(), last.tolist()
 
     def _live_parts(self, node: int) -> list[np.ndarray]:
@@ -63,11 +61,6 @@ class IntervalIndex:
                 parts.append(members[ptr[node] : ptr[node + 1]])
             node >>= 1
         return parts
-
-    def live_at(self, t: int) -> np.ndarray:
-        """The blocks with ``start < t < end``; ``t`` must be the start or the end of an indexed block."""
-        parts = self._live_parts(int(np.searchsorted(self._times, t)) + self._leaves)
-        return np.concatenate(parts) if parts else self._members[:0]
 
     def overlapping(self, block: int) -> np.ndarray:
         """The indexed blocks whose intervals overlap indexed block ``block``'s, without ``block`` itself."""
