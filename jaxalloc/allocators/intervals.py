@@ -20,12 +20,12 @@ class IntervalIndex:
         by_start = blocks[np.argsort(starts[blocks], kind="stable")]
         self._by_start = by_start
         sorted_starts = starts[by_start]
-        self._times = np.unique(np.concatenate([starts[blocks], ends[blocks]]))
-        leaves = 1 << max(1, int(len(self._times) - 1).bit_length())
+        times = np.unique(np.concatenate([starts[blocks], ends[blocks]]))
+        leaves = 1 << max(1, int(len(times) - 1).bit_length())
         self._leaves = leaves
         # The open range (start, end) in time indices, as leaves [lo, hi) of the tree.
-        lo = np.searchsorted(self._times, starts[blocks]) + 1 + leaves
-        hi = np.searchsorted(self._times, ends[blocks]) + leaves
+        lo = np.searchsorted(times, starts[blocks]) + 1 + leaves
+        hi = np.searchsorted(times, ends[blocks]) + leaves
         nodes, owners = [], []
         who = blocks
         while len(who):
@@ -43,7 +43,7 @@ class IntervalIndex:
         self._ptr = np.searchsorted(nodes_flat[order], np.arange(2 * leaves + 1)).tolist()
         # Per block: its leaf, and the slice of ``by_start`` that starts inside it, split around itself.
         self._leaf = np.zeros(len(starts), np.int64)
-        self._leaf[blocks] = np.searchsorted(self._times, starts[blocks]) + leaves
+        self._leaf[blocks] = np.searchsorted(times, starts[blocks]) + leaves
         self._leaf = self._leaf.tolist()
         first = np.zeros(len(starts), np.int64)
         first[blocks] = np.searchsorted(sorted_starts, starts[blocks])
