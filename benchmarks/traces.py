@@ -82,6 +82,7 @@ def print_table(rows: list[tuple[str, int, int, dict[str, str]]], names: list[st
 
 
 def training_problem(buffers: int) -> Problem:
+    """The synthetic training-step trace with ``buffers`` buffers (benchmarks/synthetic_trace.py)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from synthetic_trace import training_step_trace
 
@@ -144,10 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         buffers, name = ns.plan_once.split(":")
         print(json.dumps(plan_once(int(buffers), name, ns.time_limit)))
         return 0
+    names = (ns.allocators or (SCALING_ALLOCATORS if ns.scaling else ",".join(ALLOCATORS))).split(",")
+    unknown = [name for name in names if name not in ALLOCATORS]
+    if unknown:
+        parser.error(f"unknown allocator {unknown[0]!r}; known allocators: {', '.join(ALLOCATORS)}")
     if ns.scaling:
-        scaling((ns.allocators or SCALING_ALLOCATORS).split(","), ns.time_limit)
+        scaling(names, ns.time_limit)
         return 0
-    names = (ns.allocators or ",".join(ALLOCATORS)).split(",")
     rows = []
     if ns.traces.is_dir():
         for path in trace_files(ns.traces):
