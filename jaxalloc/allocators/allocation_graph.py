@@ -22,12 +22,14 @@ Among edges of equal cost the order of libnnc's search decides: ``(y, sink)`` ed
 
 from __future__ import annotations
 
+import heapq
 from typing import NamedTuple
 
 import numpy as np
 
 from jaxalloc.allocators.conflicts import FOREVER, NEVER, Conflicts, Units
 from jaxalloc.allocators.problem import Allocation, Problem
+from jaxalloc.allocators.trees import EMPTY, MaxTree
 
 SOURCE = -1
 SINK = -2
@@ -122,6 +124,151 @@ class AllocationGraph:
         return Edges(*self._kept[:, : self._kept_count])
 
 
+class IndexedGraph:
+    """The allocation graph of a problem without explicit pairs, indexed for ``tightest`` in O(log n).
+
+    Only the edges that can hold the current ``size`` are indexed (capacity and both real ends at
+    least as large); the others wait in a heap until the size, which never grows, drops to them.
+    Indexed edges sit in buckets by the end of ``y`` (real and sink edges) or the start of ``x``
+    (source edges, mirrored so that the rightmost bucket is the earliest start), and a :class:`MaxTree`
+    over each bucket list finds the buckets a block fits in: its value is the latest start of an ``x``
+    (real edges), or the bucket's distance from the far end (open edges).
+    Edge fields are Python lists: one edge changes per step, where numpy's per-call cost dominates.
+    """
+
+    def __init__(self, conflicts: Conflicts) -> None:
+        live, starts, ends = conflicts.live, conflicts.starts, conflicts.ends
+        end_times, start_times = np.unique(ends[live]), np.unique(starts[live])
+        self._end_at = np.searchsorted(end_times, ends).tolist()
+        self._start_at = np.searchsorted(start_times, starts).tolist()
+        self._ends, self._starts = ends.tolist(), starts.tolist()
+        self._end_times, self._start_times = end_times.tolist(), start_times.tolist()
+        # For a block, the last end time up to its start and the first start time from its end.
+        self._last_end_by = (np.searchsorted(end_times, starts, side="right") - 1).tolist()
+        self._first_start_from = np.searchsorted(start_times, ends, side="left").tolist()
+        self._sizes = conflicts.sizes.tolist()
+        self.y, self.x, self.cap, self.off, self.grp = [], [], [], [], []
+        self.size = FOREVER
+        self._waiting: list[tuple[int, int]] = []
+        self._indexed: list[bool] = []
+        ne, ns = len(end_times), len(start_times)
+        self._real, self._sink, self._source = MaxTree(ne), MaxTree(ne), MaxTree(ns)
+        self._real_at = [[] for _ in range(ne)]
+        self._sink_at = [[] for _ in range(ne)]
+        self._source_at = [[] for _ in range(ns)]
+
+    def add(self, y: int, x: int, cap: int, off: int, grp: int) -> None:
+        """Adds the edge ``(y, x) {cap, off}`` of group ``grp`` (an empty one is not stored)."""
+        if cap <= 0:
+            return
+        k = len(self.y)
+        self.y.append(y)
+        self.x.append(x)
+        self.cap.append(cap)
+        self.off.append(off)
+        self.grp.append(grp)
+        self._indexed.append(False)
+        sizes = self._sizes
+        self._wait_or_index(k, min(cap, FOREVER if y == SOURCE else sizes[y], FOREVER if x == SINK else sizes[x]))
+
+    def take(self, k: int, size: int) -> None:
+        """Uses the first ``size`` bytes of edge ``k``."""
+        self.cap[k] -= size
+        self.off[k] += size
+        if self.cap[k] < self.size:
+            self._unindex(k)
+            self._wait_or_index(k, self.cap[k])
+
+    def shrink_to(self, size: int) -> None:
+        """Indexes the waiting edges that can hold ``size`` bytes (sizes only shrink)."""
+        self.size = size
+        waiting = self._waiting
+        while waiting and -waiting[0][0] >= size:
+            self._index(heapq.heappop(waiting)[1])
+
+    def _wait_or_index(self, k: int, room: int) -> None:
+        """Indexes edge ``k`` if its ``room`` (capacity, or a smaller real end) holds the current size."""
+        if room >= self.size:
+            self._index(k)
+        elif room > 0:
+            heapq.heappush(self._waiting, (-room, k))
+
+    def _index(self, k: int) -> None:
+        y, x = self.y[k], self.x[k]
+        self._indexed[k] = True
+        if y == SOURCE:
+            at = self._start_at[x]
+            self._source_at[at].append(k)
+            self._source.set(len(self._source_at) - 1 - at, at)
+        elif x == SINK:
+            at = self._end_at[y]
+            self._sink_at[at].append(k)
+            self._sink.set(at, len(self._sink_at) - 1 - at)
+        else:
+            at = self._end_at[y]
+            self._real_at[at].append(k)
+            if self._starts[x] > self._real.get(at):
+                self._real.set(at, self._starts[x])
+
+    def _unindex(self, k: int) -> None:
+        if not self._indexed[k]:
+            return
+        self._indexed[k] = False
+        y, x = self.y[k], self.x[k]
+        if y == SOURCE:
+            at = self._start_at[x]
+            self._source_at[at].remove(k)
+            self._source.set(len(self._source_at) - 1 - at, at if self._source_at[at] else EMPTY)
+        elif x == SINK:
+            at = self._end_at[y]
+            self._sink_at[at].remove(k)
+            self._sink.set(at, len(self._sink_at) - 1 - at if self._sink_at[at] else EMPTY)
+        else:
+            at = self._end_at[y]
+            bucket = self._real_at[at]
+            bucket.remove(k)
+            self._real.set(at, max((self._starts[self.x[j]] for j in bucket), default=EMPTY))
+
+    def tightest(self, first: int, last: int, steps: int) -> int | None:
+        """The edge libnnc picks for a string from block ``first`` to block ``last`` (in time): the
+        cheapest indexed edge whose window holds it, ties as in :meth:`GraphPlanner.edge_for`.
+
+        A real edge costs ``xstart - yend - (end - start) + 2 <= steps - 1``, an open one at least
+        ``steps + 1``, so real edges come first: walking the buckets of ``yend`` down from ``start``,
+        the narrowest window wins, and the walk stops once no window can be narrower.
+        """
+        start, end = self._starts[first], self._ends[last]
+        ends_by, starts_from = self._last_end_by[first], self._first_start_from[last]
+        end_times, starts, ys, xs = self._end_times, self._starts, self.y, self.x
+        best, best_width, best_at = None, FOREVER, -1
+        at = self._real.rightmost(ends_by, end)
+        while at >= 0:
+            for k in self._real_at[at]:
+                width = starts[xs[k]] - end_times[at]
+                if starts[xs[k]] >= end and (
+                    width < best_width
+                    or (width == best_width and best_at == at and (ys[k], xs[k]) < (ys[best], xs[best]))
+                ):
+                    best, best_width, best_at = k, width, at
+            # Further left every window is wider, or as wide with a longer hop from y.
+            if at == 0 or end - end_times[at - 1] >= best_width:
+                break
+            at = self._real.rightmost(at - 1, end)
+        if best is not None:
+            return best
+        # A bucket's value is its distance from the far end, so the root alone can tell that none fits.
+        sink = self._sink.rightmost(ends_by, len(self._sink_at) - 1 - ends_by)
+        mirrored = self._source.rightmost(len(self._source_at) - 1 - starts_from, starts_from)
+        source = len(self._source_at) - 1 - mirrored if mirrored >= 0 else -1
+        if sink < 0 and source < 0:
+            return None
+        sink_cost = steps + start - end_times[sink] + 1 if sink >= 0 else FOREVER
+        source_cost = steps + self._start_times[source] - end + 1 if source >= 0 else FOREVER
+        if sink_cost <= source_cost:
+            return min(self._sink_at[sink], key=lambda k: ys[k])
+        return min(self._source_at[source], key=lambda k: xs[k])
+
+
 class Edges(NamedTuple):
     """A snapshot of some edges' indices and endpoints, shared by the candidates of one round."""
 
@@ -137,21 +284,39 @@ class Edges(NamedTuple):
 
 
 class GraphPlanner:
-    """The state of one NNC run: the allocation graph, groups, offsets and interference counts."""
+    """The state of one NNC run: the allocation graph, groups, offsets and interference counts.
 
-    def __init__(self, problem: Problem, open_ends: bool) -> None:
+    ``indexed`` (``nnc``) asks for the :class:`IndexedGraph` and :meth:`edge_for_unit`'s O(log n)
+    search, which is used when the problem has no explicit pairs (their byte test needs every edge),
+    and leaves ``uoc`` to the caller. Otherwise ``uoc``, the interference count of every unplaced unit,
+    is kept up to date (``nnc-2018``).
+    """
+
+    def __init__(self, problem: Problem, open_ends: bool, indexed: bool = False) -> None:
         self.conflicts = Conflicts(problem)
         self.units = Units(problem, self.conflicts)
-        self.graph = AllocationGraph(self.conflicts, open_ends)
+        self.indexed = indexed and open_ends and not self.conflicts.has_pairs
+        self.graph = IndexedGraph(self.conflicts) if self.indexed else AllocationGraph(self.conflicts, open_ends)
         n = problem.n
         self.group = np.full(n, -1, np.int64)
         self.local = np.zeros(n, np.int64)
         self.group_sizes: list[int] = []
         self.block_placed = ~self.conflicts.live
         self.unplaced = self.units.size > 0
-        degrees = self.conflicts.degrees()
-        self.uoc = np.bincount(self.units.of, weights=degrees, minlength=self.units.count).astype(np.int64)
+        self._sizes = self.conflicts.sizes.tolist()
+        self._first, self._last = self.units.first.tolist(), self.units.last.tolist()
+        self.uoc = None
+        if not indexed:
+            degrees = self.conflicts.degrees()
+            self.uoc = np.bincount(self.units.of, weights=degrees, minlength=self.units.count).astype(np.int64)
         self.steps = self.conflicts.steps
+
+    def edge_for_unit(self, unit: int, size: int) -> int | None:
+        """The tightest edge that can take ``unit`` (``size`` bytes), as :meth:`edge_for` finds it."""
+        if self.indexed:
+            self.graph.shrink_to(size)
+            return self.graph.tightest(self._first[unit], self._last[unit], self.steps)
+        return self.edge_for(self.units.members[unit], size, self.graph.fitting_kept(size))
 
     def edge_for(self, string: np.ndarray, size: int, edges: Edges) -> int | None:
         """The tightest of ``edges`` that can take ``string`` (blocks in time order, ``size`` bytes)."""
@@ -202,41 +367,52 @@ class GraphPlanner:
 
     def place(self, string: np.ndarray, size: int, edge: int | None) -> None:
         """Inserts ``string`` (blocks in time order, sharing one offset) on ``edge``, or in a new group."""
-        g, sizes = self.graph, self.conflicts.sizes
+        g = self.graph
         if edge is None:
             grp, y, x, off = len(self.group_sizes), SOURCE, SINK, 0
             self.group_sizes.append(int(size))
         else:
             grp, y, x, off = int(g.grp[edge]), int(g.y[edge]), int(g.x[edge]), int(g.off[edge])
             g.take(edge, size)
-        blocks = [int(b) for b in string]
+        blocks = string.tolist()
+        if len(blocks) == 1:
+            g.add(y, blocks[0], self._sizes[blocks[0]], off, grp)
+            g.add(blocks[0], x, self._sizes[blocks[0]], off, grp)
+        else:
+            self._add_string(blocks, y, x, off, size, grp)
+        for b in blocks:
+            self.group[b] = grp
+            self.local[b] = off
+            self.block_placed[b] = True
+            if self.uoc is not None:
+                self._forget(b)
+        self.unplaced[self.units.of[blocks[0]] if len(blocks) == 1 else self.units.of[blocks]] = False
+
+    def _add_string(self, blocks: list[int], y: int, x: int, off: int, size: int, grp: int) -> None:
+        """The edges of a string of blocks in time order put on the bytes of ``(y, x)`` from ``off``."""
+        g, sizes = self.graph, self._sizes
         consumed = 0
         for b in blocks:
             if sizes[b] > consumed:
-                g.add(y, b, int(sizes[b]) - consumed, off + consumed, grp)
-                consumed = int(sizes[b])
+                g.add(y, b, sizes[b] - consumed, off + consumed, grp)
+                consumed = sizes[b]
             if consumed == size:
                 break
         for i, b in enumerate(blocks):
-            own, consumed = int(sizes[b]), 0
+            own, consumed = sizes[b], 0
             for later in blocks[i + 1 :]:
-                shared = min(own, int(sizes[later]))
+                shared = min(own, sizes[later])
                 if shared > consumed:
                     g.add(b, later, shared - consumed, off + consumed, grp)
                     consumed = shared
                 if consumed == own:
                     break
             g.add(b, x, own - consumed, off + consumed, grp)
-        for b in blocks:
-            self.group[b] = grp
-            self.local[b] = off
-            self.block_placed[b] = True
-            self._forget(b)
-        self.unplaced[self.units.of[blocks]] = False
 
     def _forget(self, block: int) -> None:
         """A placed block no longer counts in the interference count of the unplaced ones."""
-        hit = np.flatnonzero(self.conflicts.mask(block) & ~self.block_placed)
+        hit = self.conflicts.conflicting([block])
+        hit = hit[~self.block_placed[hit]]
         np.subtract.at(self.uoc, self.units.of[hit], 1)
 
     def result(self, name: str) -> Allocation:

@@ -45,7 +45,8 @@ def beam(problem: Problem, width: int = 4) -> Allocation:
         for done in release.get(t, ()):
             free_slots.append(int(slot_of[done]))
         members = units.members[u]
-        busy = np.flatnonzero(conflicts.mask_any(members) & placed)
+        busy = conflicts.conflicting(members)
+        busy = busy[placed[busy]]
         size = int(units.size[u])
         k = len(peaks)
         lo = slots[:k][:, slot_of[units.of[busy]]]

@@ -24,42 +24,47 @@ from jaxalloc.allocators.problem import Allocation, Problem, make_allocation
 UNBOUNDED = np.int64(2**62)
 
 
-def gaps(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Free ranges ``[start, end)`` between busy ranges ``[lo, hi)``; the last one is unbounded."""
-    order = np.argsort(lo, kind="stable")
-    reach = np.maximum.accumulate(hi[order]) if len(lo) else np.zeros(0, np.int64)
-    starts = np.concatenate([[0], reach]).astype(np.int64)
-    ends = np.concatenate([lo[order], [UNBOUNDED]]).astype(np.int64)
-    return starts, ends
+def fit(lo: np.ndarray, hi: np.ndarray, size: int, rule: str) -> int:
+    """The offset a gap rule picks for ``size`` bytes among busy ranges ``[lo, hi)``.
 
-
-def choose_gap(starts: np.ndarray, ends: np.ndarray, size: int, rule: str) -> int:
-    """The offset a gap rule picks for a block of ``size`` bytes."""
-    room = ends - starts
-    fits = np.flatnonzero(room[:-1] >= size)
-    if not len(fits):
-        return int(starts[-1])
+    Gap ``i`` ends at the ``i``-th lowest ``lo`` and starts at 0 or at the highest ``hi`` below it;
+    one is unbounded above them all.
+    """
+    if not len(lo):
+        return 0
+    order = lo.argsort(kind="stable")
+    lo = lo[order]
+    reach = np.maximum.accumulate(hi[order])
+    room = np.empty(len(lo), np.int64)
+    room[0] = lo[0]
+    np.subtract(lo[1:], reach[:-1], out=room[1:])
+    fits = room >= size
     if rule == "first":
-        return int(starts[fits[0]])
-    if rule == "best":
-        return int(starts[fits[np.argmin(room[fits])]])
-    if rule == "worst":
-        return int(starts[fits[np.argmax(room[fits])]])
-    raise ValueError(f"unknown gap rule {rule!r}")
+        i = int(fits.argmax())
+    elif rule == "best":
+        i = int(np.where(fits, room, UNBOUNDED).argmin())
+    elif rule == "worst":
+        i = int(np.where(fits, room, -1).argmax())
+    else:
+        raise ValueError(f"unknown gap rule {rule!r}")
+    if not fits[i]:
+        return int(reach[-1])
+    return 0 if i == 0 else int(reach[i - 1])
 
 
 def place_in_order(problem: Problem, order_by, rule: str, name: str) -> Allocation:
     """Places the units one by one in the order ``order_by(units, ids)`` gives, each in the gap ``rule`` picks."""
     conflicts = Conflicts(problem)
     units = Units(problem, conflicts)
-    sizes = conflicts.sizes
+    sizes, unit_sizes = conflicts.sizes, units.size.tolist()
     offsets = np.zeros(problem.n, np.int64)
     placed = np.zeros(problem.n, bool)
-    for u in order_by(units, np.flatnonzero(units.size > 0)):
+    for u in order_by(units, np.flatnonzero(units.size > 0)).tolist():
         members = units.members[u]
-        busy = np.flatnonzero(conflicts.mask_any(members) & placed)
-        starts, ends = gaps(offsets[busy], offsets[busy] + sizes[busy])
-        offsets[members] = choose_gap(starts, ends, int(units.size[u]), rule)
+        busy = conflicts.conflicting(members)
+        busy = busy[placed[busy]]
+        lo = offsets[busy]
+        offsets[members] = fit(lo, lo + sizes[busy], unit_sizes[u], rule)
         placed[members] = True
     return make_allocation(problem, offsets, name)
 

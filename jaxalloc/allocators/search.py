@@ -60,9 +60,18 @@ up to 10 s, so ``benchmarks/traces.py`` gives search 60 s."""
 _FIRST_NODE_BUDGET = 256
 _MAX_CLIQUES_FROM_PAIRS = 256
 _QUADRATIC = {"nnc-2018": 512}
-"""Start-plan allocators whose time grows quadratically, run last and only up to this many blocks:
+"""Start-plan allocators whose time grows quadratically, run only up to this many blocks:
 ``nnc-2018`` takes 1.4 s on 1,000 random blocks, 11 s on 3,000 and 77 s on the 20,000-block synthetic
 trace (and its plans there are far from the best); the challenging suite has at most 454 blocks."""
+
+_FASTEST = "greedy-size"
+_RELATIVE_COST = {"nnc": 3.0, "beam": 3.5, "nnc-2018": 20.0}
+"""Planning time relative to ``greedy-size`` on the scaling benchmark (``benchmarks/traces.py
+--scaling``); the other greedies take about as long."""
+
+_SECONDS_PER_PAIR = 1e-6
+"""Building the search model takes about 0.8 s per million overlapping pairs (13.8 s for the 17.5
+million of the 100,000-buffer scaling trace); rounded up, so that search skips a model it cannot finish."""
 
 _PLACED = np.int64(2**62)
 """The low of a placed unit (and of the sentinel member of every clique): above any capacity."""
@@ -78,50 +87,99 @@ the unplaced units in a section the unit lives in (recomputed for every independ
 
 
 def search(problem: Problem, time_limit: float = DEFAULT_TIME_LIMIT) -> Allocation:
-    """The smallest plan found in ``time_limit`` seconds, starting from the fast allocators' best."""
+    """The smallest plan found in ``time_limit`` seconds, starting from the fast allocators' best.
+
+    On any size it returns within the limit plus the time of one ``greedy-size`` plan (the start-up
+    cost: a plan is needed before anything else). On a terminal, stderr shows its progress.
+    """
     if not time_limit > 0:
         raise ValueError(f"search time_limit must be a positive number of seconds, got {time_limit!r}")
-    deadline = time.perf_counter() + float(time_limit)
-    start = _start_plan(problem, deadline, float(time_limit))
+    progress = _Progress(time.perf_counter())
+    deadline = progress.began + float(time_limit)
     align = problem.alignment
-    bound = -(-lower_bound(problem) // align) * align
+    progress.low = bound = -(-lower_bound(problem) // align) * align
+    start = _start_plan(problem, deadline, float(time_limit), progress)
     if start.peak <= bound:
-        return make_allocation(problem, start.offsets, "search", proven_optimal=True)
-    if time.perf_counter() >= deadline:
-        return make_allocation(problem, start.offsets, "search", proven_optimal=False)
-    bracket = _Bracket(_Model(problem), start.offsets, bound, start.peak, align)
+        return progress.done(make_allocation(problem, start.offsets, "search", proven_optimal=True))
+    if time.perf_counter() + _model_seconds(problem) >= deadline:
+        return progress.done(make_allocation(problem, start.offsets, "search", proven_optimal=False))
+    bracket = _Bracket(_Model(problem), start.offsets, bound, start.peak, align, progress)
     bracket.narrow(deadline)
-    return make_allocation(problem, bracket.offsets, "search", proven_optimal=bracket.proven)
+    return progress.done(make_allocation(problem, bracket.offsets, "search", proven_optimal=bracket.proven))
 
 
-def _start_plan(problem: Problem, deadline: float, time_limit: float) -> Allocation:
+def _start_plan(problem: Problem, deadline: float, time_limit: float, progress: _Progress) -> Allocation:
     """The best plan of the fast registered allocators (``best``'s portfolio), within half the time limit.
 
-    The first allocator always runs; the others start only while less than half the time limit is
-    spent, so that a huge problem still leaves the search some time and ends on time; quadratic ones
-    run last, and not at all on large problems.
+    ``greedy-size``, the fastest, runs first and always; each other allocator starts only if its
+    expected time (``greedy-size``'s times its relative cost) ends within the first half of the limit,
+    so that a huge problem still leaves the search some time and ends on time. Quadratic ones run
+    only on small problems. Equal peaks go to the allocator registered first, as in ``best``.
     """
     from jaxalloc.allocators import portfolio
 
     runs = portfolio()
     names = [name for name in runs if problem.n <= _QUADRATIC.get(name, problem.n)]
-    names.sort(key=lambda name: name in _QUADRATIC)
-    winner: Allocation | None = None
+    began = time.perf_counter()
+    plans = {_FASTEST: runs[_FASTEST](problem)}
+    unit = time.perf_counter() - began
+    progress.report(plans[_FASTEST].peak)
     for name in names:
-        if winner is not None and time.perf_counter() > deadline - time_limit / 2:
-            break
-        plan = runs[name](problem)
-        if winner is None or plan.peak < winner.peak:
-            winner = plan
-    assert winner is not None
-    return winner
+        if name in plans:
+            continue
+        if time.perf_counter() + unit * _RELATIVE_COST.get(name, 1.0) > deadline - time_limit / 2:
+            continue
+        plans[name] = runs[name](problem)
+        progress.report(min(plan.peak for plan in plans.values()))
+    return min(plans.values(), key=lambda plan: (plan.peak, names.index(plan.allocator)))
+
+
+def _model_seconds(problem: Problem) -> float:
+    """About how long building the search's model takes: it holds every pair of overlapping blocks."""
+    if not problem.has_intervals:
+        return 0.0
+    starts = np.sort(problem.starts)
+    pairs = int((np.searchsorted(starts, problem.ends) - np.searchsorted(starts, problem.starts) - 1).sum())
+    return pairs * _SECONDS_PER_PAIR
+
+
+class _Progress:
+    """Elapsed time, best peak and bound on one stderr line, refreshed once a second; only on a terminal."""
+
+    def __init__(self, began: float) -> None:
+        self.began = began
+        self.low = 0
+        self.high: int | None = None
+        self.shown = began
+        self.on = sys.stderr.isatty()
+
+    def report(self, high: int | None = None, low: int | None = None) -> None:
+        self.high = high if high is not None else self.high
+        self.low = low if low is not None else self.low
+        now = time.perf_counter()
+        if self.on and now - self.shown >= 1.0 and self.high is not None:
+            self.shown = now
+            print(
+                f"\rsearch: {now - self.began:5.1f} s, best peak {self.high:,} B, bound {self.low:,} B",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def done(self, plan: Allocation) -> Allocation:
+        if self.on and self.shown > self.began:
+            print(file=sys.stderr)
+        return plan
 
 
 class _Bracket:
     """The optimum lies in ``[low, high]``: ``low`` is not refuted, ``high`` is the peak of ``offsets``."""
 
-    def __init__(self, model: _Model, offsets: np.ndarray, low: int, high: int, align: int) -> None:
+    def __init__(
+        self, model: _Model, offsets: np.ndarray, low: int, high: int, align: int, progress: _Progress
+    ) -> None:
         self.model = model
+        self.progress = progress
         self.offsets = offsets
         self.low = low
         self.high = high
@@ -181,22 +239,25 @@ class _Bracket:
     def ask(self, heuristic, capacity: int, budget: int, deadline: float) -> str:
         """One decision: a plan lowers ``high``, a refutation raises ``low`` to the next capacity that
         could change the search's answer (``capacity`` + alignment at least)."""
-        status, found = _decide(self.model, heuristic, capacity, budget, deadline)
+        status, found = _decide(self.model, heuristic, capacity, budget, deadline, self.progress)
         if status == _FOUND:
             self.offsets = self.model.block_offsets(found)
             self.high = int((self.offsets + self.model.padded).max())
         elif status == _REFUTED:
             self.low = max(self.low, found)
+        self.progress.report(self.high, self.low)
         return status
 
 
-def _decide(model: _Model, heuristic, capacity: int, budget: int, deadline: float):
+def _decide(
+    model: _Model, heuristic, capacity: int, budget: int, deadline: float, progress: _Progress | None = None
+):
     """Does the problem fit in ``capacity`` bytes?
 
     Returns found with the unit offsets, refuted with the smallest capacity that is not refuted with
     it, or undecided (out of nodes or time) with None.
     """
-    decision = _Decision(model, heuristic, capacity, budget, deadline)
+    decision = _Decision(model, heuristic, capacity, budget, deadline, progress)
     try:
         found = decision.run()
     except _OutOfBudget:
@@ -409,8 +470,11 @@ class _Decision:
     placement (a placement on a huge problem can take milliseconds).
     """
 
-    def __init__(self, model: _Model, heuristic, capacity: int, budget: int, deadline: float) -> None:
+    def __init__(
+        self, model: _Model, heuristic, capacity: int, budget: int, deadline: float, progress: _Progress | None
+    ) -> None:
         self.model = model
+        self.progress = progress
         self.heuristic = heuristic
         self.capacity = int(capacity)
         self.budget = budget
@@ -472,6 +536,8 @@ class _Decision:
         for u in map(int, choices):
             if time.perf_counter() > self.deadline:
                 raise _OutOfBudget
+            if self.progress is not None:
+                self.progress.report()
             offset = int(self.low[u])
             key = (offset, int(self.rank[u]))
             saved = self._place(u, offset)
