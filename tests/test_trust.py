@@ -326,3 +326,48 @@ def test_a_branch_yielding_a_copied_value_twice_reads_both_results_where_the_fir
     for mode in ("arena", "checked"):
         check_program(fn, X16, 3, mode=mode)
     jaxalloc.planned(fn).plan(X16, 3).check()
+
+
+def test_a_loop_whose_branch_hands_back_the_carry_toggles_between_two_slots_and_copies_nothing():
+    """diffrax's step loop: a cond whose one branch returns the state unchanged (or a value from
+    outside the loop), the other a new state."""
+
+    def hand_back(x, n):
+        def body(i, c):
+            return lax.cond(c.sum() > 3.0, lambda v: v, lambda v: jnp.sin(v[::-1]) * 2.0 + v, c)
+
+        return lax.fori_loop(0, n, body, x * 1.5)
+
+    def outer_value(x, n):
+        y = jnp.cos(x)
+
+        def body(i, c):
+            return lax.cond(i % 3 == 0, lambda v: y, lambda v: jnp.sin(v[::-1]) * 2.0 + v, c)
+
+        return lax.fori_loop(0, n, body, x * 1.5), y * 2.0
+
+    for fn in (hand_back, outer_value):
+        plan = jaxalloc.planned(fn).plan(X16, 5)
+        assert "yielded, slots = [" in str(plan.module) and plan.check().copies == ()
+        for rounds in (0, 1, 2, 5, 9):
+            for mode in ("arena", "checked"):
+                assert check_program(fn, X16, rounds, mode=mode).last_run.copied_bytes == 0
+
+
+def test_a_branch_yielding_a_loop_result_hands_over_its_memory_and_copies_nothing():
+    """A loop's ring of two slots is the case result's memory; a loop that only swaps its carries
+    makes the case result a view of them."""
+
+    def ring(x, n):
+        return lax.cond(n > 2, lambda v: lax.fori_loop(0, n, lambda i, c: c[::-1] * 2.0, v * 1.0), lambda v: v + 1.0, x)
+
+    def swap(x, n):
+        a, b = jnp.sin(x), jnp.cos(x)
+        r = lax.cond(n > 2, lambda: lax.fori_loop(0, n, lambda i, c: (c[1], c[0]), (a, b)), lambda: (b, a))
+        return r[0] * 2.0 + r[1] * a
+
+    for fn in (ring, swap):
+        assert jaxalloc.planned(fn).plan(X16, 5).check().copies == ()
+        for rounds in (0, 3, 4):
+            for mode in ("arena", "checked"):
+                assert check_program(fn, X16 * 1.0, rounds, mode=mode).last_run.copied_bytes == 0
