@@ -12,8 +12,10 @@ Paths are walked once each but remembered: every write and every way of reaching
 carries a guard, the branch of each case and the exit round of each loop it depends on. A
 read fails only where some path both reaches the value through that instance and overwrote
 the instance before (a loop result that is its init operand after zero rounds is not blamed
-for a later round overwriting that operand). The walk also lists the copies the executor
-would make (a value the plan does not put where it is read next).
+for a later round overwriting that operand). A value also knows the paths on which it is outside
+the arena, so that a write into a toggle ring goes, path by path, to the slot the carried value is
+not in on that path. The walk also lists the copies the executor would make (a value the plan
+does not put where it is read next).
 """
 
 from __future__ import annotations
@@ -76,8 +78,6 @@ class _Instance:
     serial: int
     """Instances are numbered as they are written: those of a region walk come after the older ones."""
     copied_from: _Instance | None = None
-    toggled: bool = False
-    """Written into a toggle ring (where depends on the path)."""
 
 
 @dataclass(frozen=True)
@@ -117,10 +117,10 @@ def _either(a: Guard, b: Guard) -> Guard:
 
 
 def _per_instance(refs) -> frozenset:
-    """The paths on which a value may be an instance, joined per instance where that is exact (the
-    guards differ in one region's paths alone), else widened to one guard (widening only makes the
-    check stricter, and keeps values from collecting a ref per path) unless the instance is in a
-    toggle ring, whose writes depend on the path exactly."""
+    """The paths on which a value may be an instance: per instance, guards joined where that is exact
+    (they differ in one region's paths alone), else kept apart, up to `WIDEN_AFTER`; past that
+    widened into one (which only makes the check stricter, but where a write's place depends on
+    the path, as in a toggle ring, a wider guard would blame writes of other paths)."""
     joined: dict[_Instance, list[Guard]] = {}
     for instance, guard in refs:
         guards = joined.setdefault(instance, [])
@@ -273,7 +273,7 @@ class _Walk:
         if isinstance(place, NextAttr):
             place = self.next_views[-1][place.position.data]
             if isinstance(place, list):  # a toggle ring: the slot depends on the path
-                return [(_Toggled(slot), both) for slot, guard in place if (both := _both(guard, self.guard)) is not None]
+                return [(slot, both) for slot, guard in place if (both := _both(guard, self.guard)) is not None]
         if not isinstance(place, SlotAttr) or place.size.data == 0:
             return None
         value = op.results[k]
@@ -289,10 +289,7 @@ class _Walk:
         start, guard = place.offset.data, self.guard if guard is None else guard
         self.serial += 1
         end = start + byte_size(value.type)
-        return _Instance(value, tuple(self.rounds), start, end, guard, self.serial, copied_from, isinstance(place, _Toggled))
-
-    def here(self, instance: _Instance) -> _Located:
-        return _Located(self.outside().tokens, frozenset(((instance, self.guard),)))
+        return _Instance(value, tuple(self.rounds), start, end, guard, self.serial, copied_from)
 
     def prim(self, op: Operation, env: dict) -> None:
         written = []
@@ -449,13 +446,6 @@ class _Walk:
                 f"invalid plan of @{self.func.sym_name.data}: round {round_} of {_op(op)} reads an init operand "
                 f"in place for carried value {k}, but the program carries another value there"
             )
-
-
-class _Toggled:
-    """A slot of a toggle ring, as a place to write."""
-
-    def __init__(self, slot: SlotAttr):
-        self.offset, self.size = slot.offset, slot.size
 
 
 def _rounds_to_walk(views: list[ViewsAttr]) -> int:
