@@ -426,6 +426,9 @@ class _Walk:
                     if (value, at) not in moved:
                         moved[value, at] = self.put(op.results[k], located, self.at(at), "the body yields it elsewhere")
                     state.append(moved[value, at])
+            # what the loop wrote can only be read again through the next round's state or an exit
+            self.memory.collect(first, {i for located in [*state, *(x for exit_ in exits for x in exit_)]
+                                        for i, _ in located.instances})
         self.rounds.pop()
         self.guard = outer
         for k, value in enumerate(op.results):

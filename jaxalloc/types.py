@@ -87,6 +87,7 @@ def dtype_of(element: Attribute) -> np.dtype:
     return _DTYPE_OF_FLOAT[element]
 
 
+@functools.cache
 def byte_size(type_: Attribute) -> int:
     """Bytes that a value of this tensor type occupies (sub-byte types round up per element)."""
     assert isinstance(type_, TensorType)
