@@ -246,23 +246,20 @@ class _BlockPlanner:
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
             plans.append(_plan_block(block, self.options, set(), placed, set(), rings_fit=True))
-            # a value the branch yields that is always one of some values from outside the branch
-            # makes the result a view of them too
+            branch_plan = plans[-1]
             for value, result in placed.items():
-                sources = plans[-1].may_be.get(value)
+                # a loop's ring the branch yields is the result's memory, as many slots
+                if result in branch_plan.placed_rings:
+                    slot, before = self.rings.get(result, (byte_size(result.type), 1))
+                    self.rings[result] = (slot, max(before, branch_plan.placed_rings[result]))
+                # where the value is wherever it ends (a ring slot, or one of some values from
+                # outside the branch), the result is a view of it, not a copy
+                sources = _ends_in(value, branch_plan)
                 if sources is not None and not any(_inside(v, block) for v in sources):
                     for k in (k for k, r in enumerate(op.results) if r is result):
                         views[k].append(b)
                     self.keep_alive.extend((v, result) for v in sources)
                     self.no_fold.add(result)
-            # a loop's ring the branch yields is the result's memory, as many slots; the result is
-            # whichever slot the loop ended in
-            for result, repeat in plans[-1].placed_rings.items():
-                k = op.results.index(result)
-                views[k].append(b)
-                self.no_fold.add(result)
-                slot, before = self.rings.get(result, (byte_size(result.type), 1))
-                self.rings[result] = (slot, max(before, repeat))
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in views]
         self.temporaries.append((op, max(p.size for p in plans), index))
@@ -510,6 +507,20 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
     else:
         return set() if top else None
     return None if None in parts else set().union(*parts)
+
+
+def _ends_in(value: SSAValue, plan: BlockPlan) -> list[SSAValue] | None:
+    """For a value of a block planned as `plan` that is not where its buffer is: the values it may
+    be instead of being in its memory (a loop result in a ring: the init operands read in place
+    before it; a loop result that only passes values on: those). None for any other value."""
+    if value in plan.may_be:
+        return plan.may_be[value]
+    loop = value.owner
+    if isinstance(loop, jx.WhileOp) and loop in plan.carries:
+        carry = plan.carries[loop][loop.results.index(value)]
+        if carry.repeat and not carry.passed:
+            return [loop.operands[q] for q in carry.initial]
+    return None
 
 
 def _inside(value: SSAValue, block: Block) -> bool:

@@ -99,11 +99,13 @@ def _annotate(
     """
     slots: dict[SSAValue, Place] = dict(marks)
     for buffer in plan.buffers:
-        loop = next((v.owner for v in buffer.values if isinstance(v.owner, jx.WhileOp)), None)
+        holders = [v.owner for v in buffer.values if isinstance(v.owner, jx.WhileOp | jx.CaseOp)]
+        loop = next((op for op in holders if isinstance(op, jx.WhileOp)), holders[0] if holders else None)
         for value in buffer.values:
             # a ring's values move every round; the loop's result and the init operand that is the
-            # ring's first slot are named by that slot (a case result holding a branch's ring too)
-            if buffer.repeat == 1 or loop is None or value.owner is loop or value.owner.is_before_in_block(loop):
+            # ring's first slot are named by that slot (a case result holding a branch's ring too);
+            # views of the result read it in place, in whichever slot it is
+            if buffer.repeat == 1 or value.owner is loop or value.owner.is_before_in_block(loop):
                 slots[value] = SlotAttr(base + buffer.offset, buffer.slot_size)
     for value, parent_value in plan.placed_in.items():
         if parent_value in outer:

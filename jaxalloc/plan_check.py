@@ -88,24 +88,22 @@ class _Located:
 
     tokens: frozenset
     instances: frozenset[tuple[_Instance, Guard]] = frozenset()
-    away: Guard | None = None
-    """The paths on which it is outside the arena (None: on none)."""
+    away: frozenset[Guard] = frozenset()
+    """The paths on which it is outside the arena (kept exact: where a toggle ring writes depends on them)."""
 
     def __or__(self, other: _Located) -> _Located:
-        away = other.away if self.away is None else self.away if other.away is None else _either(self.away, other.away)
-        return _Located(self.tokens | other.tokens, _per_instance(self.instances | other.instances), away)
+        return _Located(self.tokens | other.tokens, _per_instance(self.instances | other.instances), self.away | other.away)
 
     def on(self, guard: Guard) -> _Located:
         """This value as reached on the paths of `guard` only."""
         reached = ((i, _both(g, guard)) for i, g in self.instances)
-        away = None if self.away is None else _both(self.away, guard)
+        away = frozenset(g for g in (_both(a, guard) for a in self.away) if g is not None)
         return _Located(self.tokens, frozenset((i, g) for i, g in reached if g is not None), away)
 
     def places(self, guard: Guard) -> list[tuple[int | None, Guard]]:
         """Where it is on the paths of `guard`: an arena offset (None: outside), with the paths."""
         found = [(i.start, both) for i, g in self.instances if (both := _both(g, guard)) is not None]
-        if self.away is not None and (both := _both(self.away, guard)) is not None:
-            found.append((None, both))
+        found += [(None, both) for a in self.away if (both := _both(a, guard)) is not None]
         return found or [(None, guard)]
 
 
@@ -234,7 +232,7 @@ class _Walk:
 
     def outside(self) -> _Located:
         self._tokens += 1
-        return _Located(frozenset((self._tokens,)), away=self.guard)
+        return _Located(frozenset((self._tokens,)), away=frozenset((self.guard,)))
 
     def block(self, block: Block, env: dict) -> list[_Located]:
         """Walk `block` on the current paths; returns the yielded values."""
@@ -328,7 +326,7 @@ class _Walk:
         if where is None:
             if located.instances:
                 self.copies.append(f"{value_name(value)} ({value_label(value)}): read out of the arena{_in_rounds(tuple(self.rounds))}")
-            return _Located(located.tokens, away=self.guard)
+            return _Located(located.tokens, away=frozenset((self.guard,)))
         stay, moving = set(), []
         for slot, guard in where:
             for at, paths in located.places(guard):
