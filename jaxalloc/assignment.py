@@ -255,7 +255,8 @@ class _BlockPlanner:
                 # where the value is wherever it ends (a ring slot, or one of some values from
                 # outside the branch), the result is a view of it, not a copy
                 sources = _ends_in(value, branch_plan)
-                if sources is not None and not any(_inside(v, block) for v in sources):
+                mine = branch_plan.placed_in.get(value, result) is result  # not in another result's memory
+                if mine and sources is not None and not any(_inside(v, block) for v in sources):
                     for k in (k for k, r in enumerate(op.results) if r is result):
                         views[k].append(b)
                     self.keep_alive.extend((v, result) for v in sources)

@@ -373,11 +373,12 @@ def test_a_branch_yielding_a_loop_result_hands_over_its_memory_and_copies_nothin
                 assert check_program(fn, X16 * 1.0, rounds, mode=mode).last_run.copied_bytes == 0
 
 
-@pytest.mark.parametrize("seed", [1132, 1442, 1861, 2404])
+@pytest.mark.parametrize("seed", [1132, 1232, 1442, 1861, 2404])
 def test_random_programs_whose_plans_the_static_checker_refused(seed):
     """Refused plans the soak found: a view of a case result holding a ring given the ring's first
     slot instead of reading the result in place (1442, 2404); a loop result in a branch that may be
-    its init operand, from the branch's own memory, made a view (1861); a value the checker
+    its init operand, from the branch's own memory, made a view (1861), or one in another result's
+    memory (two positions of one ring yielded at two results, 1232); a value the checker
     thought outside the arena on widened paths, so a toggle ring's write went to both slots (1132)."""
     from random_programs import random_program
 
