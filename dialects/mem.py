@@ -17,6 +17,9 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   for a body that may hand back the carried value itself (a branch returning its operand): rounds
   read what the body yielded where it is, and the body computes the position's next value into
   the slot its current value is not in.
+- `#mem.views<initial = [0], slots = [#mem.next<1>]>`: a loop inside a loop body whose one-slot
+  ring is the enclosing loop's next view of its position 1, for an inner loop whose result the
+  body yields there: the slot moves with the enclosing loop's rounds.
 - `#mem.arena<bytes = 65536>`: the arena size of a planned function.
 """
 
@@ -66,6 +69,26 @@ class SlotAttr(ParametrizedAttribute):
         printer.print_string(f"<offset = {self.offset.data}, size = {self.size.data}>")
 
 
+@irdl_attr_definition
+class NextAttr(ParametrizedAttribute):
+    """The slot that carried position `position` of the enclosing loop reads in the next round."""
+
+    name = "mem.next"
+
+    position: IntAttr
+
+    def __init__(self, position: int):
+        super().__init__(IntAttr(position))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (IntAttr(parser.parse_integer(allow_boolean=False, allow_negative=False)),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.position.data}>")
+
+
 class Yielded:
     """What a round of a `yielded` multi-view reads: the value the body yielded, where it is."""
 
@@ -84,11 +107,12 @@ class ViewsAttr(ParametrizedAttribute):
     name = "mem.views"
 
     initial: ArrayAttr[IntAttr]
-    slots: ArrayAttr[SlotAttr]
+    slots: ArrayAttr[SlotAttr | NextAttr]
+    """A ring of slots, or one slot that is the enclosing loop's next view of one of its positions."""
     yielded: IntAttr
     """1 where the rounds after `initial` read what the body yielded in place (with two slots: a toggle ring)."""
 
-    def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr], yielded: bool = False):
+    def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr | NextAttr], yielded: bool = False):
         super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
 
     @property
@@ -118,8 +142,18 @@ class ViewsAttr(ParametrizedAttribute):
         first, second = self.slots.data
         return second if current == first.offset.data else first
 
+    def within(self, next_views) -> ViewsAttr:
+        """These views in one round of the enclosing loop: a `#mem.next` slot becomes the slot
+        `next_views(position)` gives, or, outside the arena (None), the value yielded where it is."""
+        if not any(isinstance(s, NextAttr) for s in self.slots.data):
+            return self
+        slot = next_views(self.slots.data[0].position.data)
+        return ViewsAttr([i.data for i in self.initial.data], [] if slot is None else [slot], slot is None)
+
     def verify(self) -> None:
-        if len({s.size.data for s in self.slots.data}) > 1:
+        if any(isinstance(s, NextAttr) for s in self.slots.data) and (len(self.slots) > 1 or self.yielded.data):
+            raise VerifyException("a #mem.views whose slot is the enclosing loop's #mem.next has that one slot only")
+        if len({s.size.data for s in self.slots.data if isinstance(s, SlotAttr)}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
         if self.yielded.data and len(self.slots) not in (0, 2):
             raise VerifyException("a #mem.views reading the yielded value has no slots or a toggle ring of two")
@@ -138,8 +172,8 @@ class ViewsAttr(ParametrizedAttribute):
                 parser.parse_keyword("slots")
                 parser.parse_punctuation("=")
                 slots = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
-        if not all(isinstance(s, SlotAttr) for s in slots):
-            parser.raise_error("the slots of #mem.views must be #mem.slot attributes")
+        if not all(isinstance(s, SlotAttr | NextAttr) for s in slots):
+            parser.raise_error("the slots of #mem.views must be #mem.slot or #mem.next attributes")
         return (ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
 
     def print_parameters(self, printer: Printer) -> None:
@@ -151,26 +185,6 @@ class ViewsAttr(ParametrizedAttribute):
         printer.print_string("], yielded, slots = [" if self.yielded.data else "], slots = [")
         printer.print_list(self.slots.data, printer.print_attribute)
         printer.print_string("]>")
-
-
-@irdl_attr_definition
-class NextAttr(ParametrizedAttribute):
-    """The slot that carried position `position` of the enclosing loop reads in the next round."""
-
-    name = "mem.next"
-
-    position: IntAttr
-
-    def __init__(self, position: int):
-        super().__init__(IntAttr(position))
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            return (IntAttr(parser.parse_integer(allow_boolean=False, allow_negative=False)),)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.position.data}>")
 
 
 @irdl_attr_definition

@@ -183,8 +183,9 @@ class ArenaFunctions(JxFunctions):
 
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
-        views = op.attributes["mem.views"].data
         layouts = self.layout(op).outputs
+        views = [v.within(lambda p: None if self._next[p] is None else SlotAttr(self._next[p], out.nbytes))
+                 for v, out in zip(op.attributes["mem.views"].data, layouts)]
         # where a ring's first slot is the init operand's memory, round 0 reads it there
         firsts = [k for k, v in enumerate(views) if v.slots.data and not v.initial.data]
         self.arena.current, rounds = op, self.arena.rounds

@@ -152,6 +152,9 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
     views, body = [], plan.regions[op][1][1]
     for result, carry, value in zip(op.res, plan.carries[op], op.body.block.last_op.operands):
         first = slots.get(result)
+        if isinstance(first, NextAttr) and carry.repeat == 1:  # the ring is the enclosing loop's next view
+            views.append(ViewsAttr(carry.initial, [first], carry.passed))
+            continue
         first = first if isinstance(first, SlotAttr) else None
         if first is None and carry.repeat:  # the ring is the function's output
             # each round's value is an array of its own where an op of the body computes it there (or

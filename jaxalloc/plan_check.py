@@ -378,7 +378,7 @@ class _Walk:
         views = op.attributes.get("mem.views")
         if not isinstance(views, ArrayAttr) or len(views.data) != len(op.results):
             raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} has no mem.views per carried value")
-        views = [v for v in views.data if isinstance(v, ViewsAttr)]
+        views = [self.within(op, v) for v in views.data if isinstance(v, ViewsAttr)]
         inits = [env[v] for v in op.inits]
         self._regions += 1
         region, rounds, outer, first = self._regions, _rounds_to_walk(views), self.guard, self.serial + 1
@@ -432,6 +432,21 @@ class _Walk:
         for k, value in enumerate(op.results):
             env[value] = _union(exit_[k] for exit_ in exits)
         self.memory.collect(first, {i for exit_ in exits for located in exit_ for i, _ in located.instances})
+
+    def within(self, op: jx.WhileOp, views: ViewsAttr) -> ViewsAttr:
+        """`views` in this round of the enclosing loop (a ring that is its next view of a position)."""
+        def next_view(position: int) -> SlotAttr | None:
+            if not self.next_views:
+                raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} has a #mem.next ring outside a loop")
+            at = self.next_views[-1][position]
+            if isinstance(at, list):  # a toggle ring's slot: one on every path walked
+                slots = {slot for slot, _ in at}
+                if len(slots) != 1:
+                    raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: the ring of {_op(op)} is a toggle "
+                                        f"ring's next view, which is not one slot on every path")
+                at = slots.pop()
+            return at
+        return views.within(next_view)
 
     def at(self, slot: SlotAttr | None) -> list[tuple[SlotAttr, Guard]] | None:
         return None if slot is None else [(slot, self.guard)]

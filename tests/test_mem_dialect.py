@@ -5,7 +5,7 @@ from xdsl.context import Context
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
-from jaxalloc.dialects.mem import MEM, YIELDED, SlotAttr, ViewsAttr
+from jaxalloc.dialects.mem import MEM, YIELDED, NextAttr, SlotAttr, ViewsAttr
 
 
 def test_type_ii_view_reads_the_init_operand_once_then_cycles_the_slots():
@@ -53,11 +53,22 @@ def test_a_toggle_ring_computes_into_the_slot_the_current_value_is_not_in():
         ViewsAttr([0], [a], yielded=True)
 
 
+def test_a_ring_in_the_enclosing_loops_next_view_is_that_views_slot_in_each_round():
+    views = ViewsAttr([1], [NextAttr(2)])
+    assert views.within(lambda p: SlotAttr(64 * p, 64)) == ViewsAttr([1], [SlotAttr(128, 64)])
+    assert views.within(lambda p: None) == ViewsAttr([1], [], yielded=True)  # outside the arena
+    assert ViewsAttr([0], [SlotAttr(0, 64)]).within(None) == ViewsAttr([0], [SlotAttr(0, 64)])
+    with pytest.raises(VerifyException, match="that one slot only"):
+        ViewsAttr([0], [NextAttr(2), SlotAttr(0, 64)])
+
+
 def test_yielded_views_print_and_parse_back():
     ctx = Context()
     ctx.load_dialect(MEM)
     ring = [SlotAttr(0, 64), SlotAttr(64, 64)]
-    for views in (ViewsAttr([2], [], yielded=True), ViewsAttr([0], ring[:1]), ViewsAttr([], ring, yielded=True)):
+    every = (ViewsAttr([2], [], yielded=True), ViewsAttr([0], ring[:1]), ViewsAttr([], ring, yielded=True),
+             ViewsAttr([1], [NextAttr(0)]))
+    for views in every:
         text = str(views)
         assert Parser(ctx, text).parse_attribute() == views
     assert str(ViewsAttr([2], [], yielded=True)) == "#mem.views<initial = [2], yielded>"

@@ -373,6 +373,24 @@ def test_a_branch_yielding_a_loop_result_hands_over_its_memory_and_copies_nothin
                 assert check_program(fn, X16 * 1.0, rounds, mode=mode).last_run.copied_bytes == 0
 
 
+def test_an_inner_loop_whose_result_the_body_yields_runs_in_the_next_rounds_slot():
+    """A scan's stacked outputs (a one-slot ring updated in place) yielded as the outer carry: the
+    inner ring is the outer loop's next view of that position (`slots = [#mem.next<k>]`)."""
+
+    def stacked(x, n):
+        def body(i, c):
+            _, ys = lax.scan(lambda s, _: (s * 0.5 + c.sum(), s), c[0], None, length=16)
+            return ys
+
+        return lax.fori_loop(0, n, body, x * 1.0)
+
+    plan = jaxalloc.planned(stacked).plan(X16, 3)
+    assert "slots = [#mem.next<" in str(plan.module) and plan.check().copies == ()
+    for rounds in (0, 1, 2, 5):
+        for mode in ("arena", "checked"):
+            assert check_program(stacked, X16, rounds, mode=mode).last_run.copied_bytes == 0
+
+
 @pytest.mark.parametrize("seed", [1132, 1232, 1442, 1861, 2404])
 def test_random_programs_whose_plans_the_static_checker_refused(seed):
     """Refused plans the soak found: a view of a case result holding a ring given the ring's first
