@@ -208,8 +208,11 @@ class _BlockPlanner:
                 continue
             if isinstance(root, BlockArgument) and root not in self.foldable:
                 continue
-            if any(m in self.dictated for m in self.members.get(root, [root])) and root not in self.foldable:
+            group = self.members.get(root, [root])
+            if any(m in self.dictated for m in group) and root not in self.foldable:
                 continue
+            if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
+                continue  # a ring's result is in one of its slots, known only when the loop ends
             if self.dies_at(x, index):
                 self.join(op.results[0], x)
                 return
@@ -253,13 +256,15 @@ class _BlockPlanner:
                     slot, before = self.rings.get(result, (byte_size(result.type), 1))
                     self.rings[result] = (slot, max(before, branch_plan.placed_rings[result]))
                 # where the value is wherever it ends (a ring slot, or one of some values from
-                # outside the branch), the result is a view of it, not a copy
+                # outside the branch or computed into the result's memory), the result is a view of
+                # it, not a copy
                 sources = _ends_in(value, branch_plan)
                 mine = branch_plan.placed_in.get(value, result) is result  # not in another result's memory
-                if mine and sources is not None and not any(_inside(v, block) for v in sources):
+                if mine and sources is not None and all(
+                        branch_plan.placed_in.get(v) is result for v in sources if _inside(v, block)):
                     for k in (k for k, r in enumerate(op.results) if r is result):
                         views[k].append(b)
-                    self.keep_alive.extend((v, result) for v in sources)
+                    self.keep_alive.extend((v, result) for v in sources if not _inside(v, block))
                     self.no_fold.add(result)
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in views]
@@ -305,8 +310,11 @@ class _BlockPlanner:
         cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, results)), set())
         repeat = {}
         for c, (delay, p) in longest.items():
-            root_y = body_plan.roots.get(yields[c])
-            shares = root_y is body_plan.roots.get(args[p]) or _dies_before(body_plan, args[p], root_y)
+            # the next value's buffer, and any other computed into the next view (a loop result's value)
+            into = {body_plan.roots.get(yields[c])} | {
+                body_plan.roots[v] for v, r in body_plan.placed_in.items() if r is results[c] and not isinstance(v, BlockArgument)
+            }
+            shares = all(r is body_plan.roots.get(args[p]) or _dies_before(body_plan, args[p], r) for r in into)
             repeat[c] = 2 if c in toggles else delay if shares else delay + 1
             self.rings[results[c]] = (byte_size(results[c].type), repeat[c])
         carries = []
@@ -335,6 +343,8 @@ class _BlockPlanner:
             else:  # handed a value the body does not compute: read where it is
                 carries.append(Carry(0, (k,), passed=True))
                 self.views_of(results[k], [op.inits[k], *_handed_on(k, args, yields, op.inits)])
+        for result in results:
+            self.computed_into_parent(result)
         self.plan.carries[op] = carries
         self.plan.regions[op] = (0, [cond_plan, body_plan])
         self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
@@ -346,6 +356,18 @@ class _BlockPlanner:
         self.no_fold.add(result)
         self.views_only.add(result)
         self.plan.may_be[result] = values
+
+    def computed_into_parent(self, result: SSAValue) -> None:
+        """A loop result that is one of several values, yielded into a parent value's memory (a case
+        result, a next round's view): the one of them this block computes is computed there, so the
+        result is where its value is, in that memory or outside this block, and is never copied."""
+        parent = self.dictated.get(result)
+        if parent is None or result not in self.plan.may_be:
+            return
+        own = [v for v in self.plan.may_be[result] if not self.external(v) and not any(
+            m in self.dictated or m in self.views_only for m in self.members.get(self.merge.find(v), [v]))]
+        if len(own) == 1:
+            self.dictated[own[0]] = parent
 
     @staticmethod
     def _folds_only(plan: BlockPlan, body: Block, arg: BlockArgument, allowed: SSAValue) -> bool:
@@ -482,31 +504,33 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict) -> dict
     toggles = {}
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
-            sources = _view_sources(yields[c], args[c], body, plan, body)
+            sources = _view_sources(yields[c], args[c], body, plan, body, plan.placed_in.get(yields[c]))
             if sources:
                 toggles[c] = sources - {args[c]}
     return toggles
 
 
-def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: BlockPlan, body: Block, top: bool = True):
+def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: BlockPlan, body: Block,
+                  into: SSAValue | None, top: bool = True):
     """The values the yield `value` (of `block`, planned as `plan`) may be a view of where it is not
-    computed into its next view: `arg` itself, values from outside the loop `body` (empty: none).
-    None where it may be a view of anything else (the body's own memory, another position's)."""
+    computed into its next view (the memory of `into`): `arg` itself, values from outside the loop
+    `body` (empty: none). None where it may be a view of anything else (the body's own memory,
+    another position's)."""
     if value is arg or not _inside(value, body):
         return {value}
     if value in plan.may_be:
-        parts = [_view_sources(v, arg, block, plan, body, False) for v in plan.may_be[value]]
+        parts = [_view_sources(v, arg, block, plan, body, into, False) for v in plan.may_be[value]]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
         if not top and len(plan.phis[case][k]) < len(case.branches):
             return None  # some branch computes it in memory of the body's own
         parts = [
             _view_sources(case.branches[b].block.last_op.operands[k], arg, case.branches[b].block,
-                          plan.regions[case][1][b], body, False)
+                          plan.regions[case][1][b], body, into, False)
             for b in plan.phis[case][k]
         ]
     else:
-        return set() if top else None
+        return set() if top or (into is not None and plan.placed_in.get(value) is into) else None
     return None if None in parts else set().union(*parts)
 
 

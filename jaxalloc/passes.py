@@ -141,6 +141,9 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
     for c, (views, carry, value) in enumerate(zip(op.attributes["mem.views"].data, carries, block.last_op.operands)):
         if views.slots.data and value in body.roots and not isinstance(value, BlockArgument):
             roots.setdefault(body.roots[value], c)
+            for source in body.may_be.get(value, ()):  # a loop result's value the body computes there
+                if body.placed_in.get(source) is op.results[c] and not isinstance(source, BlockArgument):
+                    roots.setdefault(body.roots[source], c)
     return {
         value: NextAttr(roots[root])
         for value, root in body.roots.items()

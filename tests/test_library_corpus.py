@@ -15,12 +15,6 @@ from library_programs import BY_NAME, LIBRARY, PROGRAMS
 
 MODES = ("eager", "arena", "checked")
 
-COPIES_LEFT = {
-    "diffrax_euler_saveat_ts": "an inner loop's ring of two slots is yielded as an outer loop's carry; the plan copies it into the outer ring",
-}
-"""Programs whose arena runs still copy bytes the plan should not need, and why (checked, not skipped:
-their values must still equal jax.jit's, and a program that stops copying must leave this list)."""
-
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
@@ -28,11 +22,7 @@ def test_library_program(program, mode):
     planned = check_program(program.fn, *program.make_args(), mode=mode)
     if mode == "eager":
         return
-    copied = planned.last_run.copied_bytes
-    if program.name in COPIES_LEFT:
-        assert copied > 0, f"{program.name} copies nothing now: remove it from COPIES_LEFT"
-        pytest.xfail(f"copies {copied} B: {COPIES_LEFT[program.name]}")
-    assert copied == 0
+    assert planned.last_run.copied_bytes == 0
 
 
 def test_library_table():

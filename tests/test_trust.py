@@ -391,6 +391,25 @@ def test_an_inner_loop_whose_result_the_body_yields_runs_in_the_next_rounds_slot
             assert check_program(stacked, X16, rounds, mode=mode).last_run.copied_bytes == 0
 
 
+def test_an_op_on_a_result_of_a_ring_of_two_slots_is_computed_in_the_arena():
+    """The result is in whichever slot the last round wrote: an op folded in place into it had no
+    place in the arena, ran outside it, and an outer loop yielding it copied it (diffrax's
+    `SaveAt(ts=...)` loop)."""
+
+    def nested(x, n):
+        def body(i, c):
+            return jnp.sin(lax.fori_loop(0, n, lambda j, d: d[::-1] * 2.0 + c, c * 1.0))
+
+        return lax.fori_loop(0, 3, body, x) * 2.0
+
+    plan = jaxalloc.planned(nested).plan(X16, 3)
+    sines = [op for op in plan.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "sin"]
+    assert sines and all("mem.slot" in op.attributes for op in sines) and plan.check().copies == ()
+    for rounds in (0, 1, 4):
+        for mode in ("arena", "checked"):
+            assert check_program(nested, X16, rounds, mode=mode).last_run.copied_bytes == 0
+
+
 @pytest.mark.parametrize("seed", [1132, 1232, 1442, 1861, 2404])
 def test_random_programs_whose_plans_the_static_checker_refused(seed):
     """Refused plans the soak found: a view of a case result holding a ring given the ring's first
