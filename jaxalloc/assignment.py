@@ -258,13 +258,13 @@ class _BlockPlanner:
                 # where the value is wherever it ends (a ring slot, or one of some values from
                 # outside the branch or computed into the result's memory), the result is a view of
                 # it, not a copy
-                sources = _ends_in(value, branch_plan)
+                sources = _ends_in(value, branch_plan, block)
                 mine = branch_plan.placed_in.get(value, result) is result  # not in another result's memory
                 if mine and sources is not None and all(
-                        branch_plan.placed_in.get(v) is result for v in sources if _inside(v, block)):
+                        branch_plan.placed_in.get(v) is result for v in sources if _computed_in(v, block)):
                     for k in (k for k, r in enumerate(op.results) if r is result):
                         views[k].append(b)
-                    self.keep_alive.extend((v, result) for v in sources if not _inside(v, block))
+                    self.keep_alive.extend((v, result) for v in sources if not _computed_in(v, block))
                     self.no_fold.add(result)
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in views]
@@ -516,8 +516,10 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
     computed into its next view (the memory of `into`): `arg` itself, values from outside the loop
     `body` (empty: none). None where it may be a view of anything else (the body's own memory,
     another position's)."""
-    if value is arg or not _inside(value, body):
+    if value is arg or not _computed_in(value, body):
         return {value}
+    if not _inside(root := plan.roots.get(value, value), body):  # a view of a value from outside
+        return {root}
     if value in plan.may_be:
         parts = [_view_sources(v, arg, block, plan, body, into, False) for v in plan.may_be[value]]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
@@ -530,22 +532,33 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
             for b in plan.phis[case][k]
         ]
     else:
-        return set() if top or (into is not None and plan.placed_in.get(value) is into) else None
+        computed_there = into is not None and plan.placed_in.get(value) is into and plan.roots.get(value) is not plan.roots.get(arg)
+        return set() if top or computed_there else None
     return None if None in parts else set().union(*parts)
 
 
-def _ends_in(value: SSAValue, plan: BlockPlan) -> list[SSAValue] | None:
-    """For a value of a block planned as `plan` that is not where its buffer is: the values it may
+def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | None:
+    """For a value of `block` planned as `plan` that is not where its buffer is: the values it may
     be instead of being in its memory (a loop result in a ring: the init operands read in place
-    before it; a loop result that only passes values on: those). None for any other value."""
+    before it; a loop result that only passes values on: those; a view of a value from outside
+    the block: that value). None for any other value."""
     if value in plan.may_be:
         return plan.may_be[value]
+    root = plan.roots.get(value, value)
+    if not _inside(root, block):
+        return [root]
     loop = value.owner
     if isinstance(loop, jx.WhileOp) and loop in plan.carries:
         carry = plan.carries[loop][loop.results.index(value)]
         if carry.repeat and not carry.passed:
             return [loop.operands[q] for q in carry.initial]
     return None
+
+
+def _computed_in(value: SSAValue, block: Block) -> bool:
+    """Whether `value` is defined in `block` or a region nested in it, and not a constant (which
+    stays outside the arena)."""
+    return _inside(value, block) and not isinstance(value.owner, jx.ConstOp)
 
 
 def _inside(value: SSAValue, block: Block) -> bool:

@@ -410,6 +410,27 @@ def test_an_op_on_a_result_of_a_ring_of_two_slots_is_computed_in_the_arena():
             assert check_program(nested, X16, rounds, mode=mode).last_run.copied_bytes == 0
 
 
+def test_a_branch_yielding_what_is_outside_it_makes_the_case_result_a_view_of_that():
+    """A view of an argument yielded at two results; a loop result in a branch that may be the
+    constant its ring starts from, or the loop's counter (the case result is a view of either)."""
+
+    def view_twice(x, a, p):
+        r, s = lax.cond(p, lambda: (a.reshape(16), a.reshape(16)), lambda: (x * 2.0, x * 3.0))
+        return (r + 1.0) * 2.0 + s
+
+    def counter_through_branch(x, n):
+        def body(i, c):
+            inner = lambda: lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, s[0]), (0, i))[1]  # noqa: E731
+            return c * 0.5 + lax.cond(i % 2 == 0, inner, lambda: i * 3)
+
+        return lax.fori_loop(0, n, body, x)
+
+    for fn, args in ((view_twice, (X16, X16.reshape(4, 4), True)), (counter_through_branch, (X16, 5))):
+        assert jaxalloc.planned(fn).plan(*args).check().copies == ()
+        for mode in ("arena", "checked"):
+            assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
+
+
 @pytest.mark.parametrize("seed", [1132, 1232, 1442, 1861, 2404])
 def test_random_programs_whose_plans_the_static_checker_refused(seed):
     """Refused plans the soak found: a view of a case result holding a ring given the ring's first
