@@ -30,7 +30,7 @@ import numpy as np
 
 from jaxalloc.allocators.conflicts import FOREVER, NEVER, Conflicts, Units
 from jaxalloc.allocators.problem import Allocation, Problem
-from jaxalloc.allocators.trees import EMPTY, MaxTree
+from jaxalloc.allocators.trees import EMPTY, MaxTree, raise_in_turn
 
 SOURCE = -1
 SINK = -2
@@ -359,9 +359,7 @@ class LeveledGraph(_ListGraph):
         buckets.setdefault(at, []).append(k)
         value = self._value_of(k)
         # Lower thresholds hold more edges: once a tree already has as large a value here, so do those below.
-        for t in range(bisect.bisect_right(self._thresholds, cap) - 1, -1, -1):
-            if not trees[t].raise_to(position, value):
-                break
+        raise_in_turn(reversed(trees[: bisect.bisect_right(self._thresholds, cap)]), position, value)
 
     def _value_of(self, k: int) -> int:
         """Edge ``k``'s value in its trees: the start of ``x``, or (open edges) the bucket's mark."""

@@ -365,23 +365,28 @@ class _Rounds:
     def _fit_at(self, u: int, level: int) -> tuple | None:
         """Candidate ``u``'s best fitting tuple, knowing it fits at ``level`` and at no higher one that
         has partners: a pair at the highest level with a partner in a shared window, else its single."""
-        own = self.level[u]
+        g, own = self.graph, self.level[u]
+        widest = None
         for at in range(level, own, -1):
             if self.class_left[at]:
-                p = self._partner(u, at)
+                if widest is None:
+                    widest = g.back(self.last[u], own + 1), g.reach(self.first[u], own + 1)
+                p = self._partner(u, at, *widest)
                 if p >= 0:
                     return (-self.levels[at], -self.uoc.item(p), 1, u, p)
-        if level == own or self.graph.fits(self.first[u], self.last[u], own):
+        if level == own or g.fits(self.first[u], self.last[u], own):
             return (-self.size[u], 0, 0, u, -1)
         return None
 
-    def _partner(self, u: int, level: int) -> int:
+    def _partner(self, u: int, level: int, widest_back: int, widest_reach: int) -> int:
         """The partner of ``level``'s size with the most interference (then the lowest index) that
         shares a window of that size with candidate ``u``, which fits one, or -1.
 
         Before ``u`` it must start from ``back`` (the earliest end of a ``y`` whose window reaches past
         ``u``) and end by ``u``'s first live block; after ``u``, start from its last live block's end
-        and end by ``reach``; or lie between two live blocks of ``u``.
+        and end by ``reach``; or lie between two live blocks of ``u``. No window at a size above
+        ``u``'s is wider than the one just above it (``widest_back`` to ``widest_reach``): a side
+        with no block of this size there needs no window of its own.
         """
         g = self.graph
         lo, hi = self.class_lo[level], self.class_hi[level]
@@ -389,12 +394,14 @@ class _Rounds:
         (first_start, _), (_, last_end) = self.spans[u][0], self.spans[u][-1]
         best = -1
         j = bisect.bisect_left(self.cs_starts, first_start, lo, hi)
-        if j > lo:
-            i = bisect.bisect_left(self.cs_starts, g.back(self.last[u], level), lo, j)
+        i = bisect.bisect_left(self.cs_starts, widest_back, lo, j)
+        if i < j:
+            i = bisect.bisect_left(self.cs_starts, g.back(self.last[u], level), i, j)
             best = self._top(self.cs_tree, self.cs, i, j, self._class_key, lambda p: ends[p] <= first_start)
         i = bisect.bisect_right(self.ce_ends, last_end, lo, hi)
-        if i < hi:
-            j = bisect.bisect_right(self.ce_ends, g.reach(self.first[u], level), i, hi)
+        j = bisect.bisect_right(self.ce_ends, widest_reach, i, hi)
+        if i < j:
+            j = bisect.bisect_right(self.ce_ends, g.reach(self.first[u], level), i, j)
             best = self._better(best, self._top(self.ce_tree, self.ce, i, j, self._class_key, lambda p: starts[p] >= last_end))
         for (_, gap_start), (gap_end, _) in zip(self.spans[u], self.spans[u][1:]):
             i = bisect.bisect_left(self.cs_starts, gap_start, lo, hi)

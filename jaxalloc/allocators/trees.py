@@ -8,6 +8,8 @@ cost would dominate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 EMPTY = -(2**63)
@@ -50,17 +52,6 @@ class MaxTree:
                 return
             values[node] = top
             node >>= 1
-
-    def raise_to(self, position: int, value: int) -> bool:
-        """Raises the value at ``position`` to ``value``; False (and nothing changes) if it is already as large."""
-        values = self.values
-        node = position + self.leaves
-        if values[node] >= value:
-            return False
-        while node and values[node] < value:
-            values[node] = value
-            node >>= 1
-        return True
 
     def get(self, position: int) -> int:
         return self.values[position + self.leaves]
@@ -135,6 +126,19 @@ class MaxTree:
         while top < leaves:
             top = 2 * top if values[2 * top] == best else 2 * top + 1
         return top - leaves
+
+
+def raise_in_turn(trees: Iterable[MaxTree], position: int, value: int) -> None:
+    """Raises ``position`` to ``value`` in each of ``trees`` in turn, up to the first that already
+    holds as large a value there (a planner's trees of nested edge sets: then so do the rest)."""
+    for tree in trees:
+        values = tree.values
+        node = position + tree.leaves
+        if values[node] >= value:
+            return
+        while node and values[node] < value:
+            values[node] = value
+            node >>= 1
 
 
 class CountTree:
