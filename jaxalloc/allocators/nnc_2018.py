@@ -88,7 +88,13 @@ class _Rounds:
         self.first, self.last = units.first.tolist(), units.last.tolist()
         self.start, self.end = units.start.tolist(), units.end.tolist()
         self.lone = units.lone.tolist()
+        # A partner may not overlap a block of the candidate that takes memory (a size-0 block
+        # conflicts with nothing): where those start and end, and the gaps between them.
         self.spans = _live_spans(units, c)
+        self.live_start, self.live_end = list(self.start), list(self.end)
+        for u, spans in self.spans.items():
+            self.live_start[u], self.live_end[u] = spans[0][0], spans[-1][1]
+        self.gaps = {u: [(a[1], b[0]) for a, b in zip(spans, spans[1:])] for u, spans in self.spans.items()}
         # The candidates: units of count M; the others wait in a heap of (possibly stale) counts.
         self.M = -1
         self.members: list[int] = []
@@ -391,7 +397,7 @@ class _Rounds:
         g = self.graph
         lo, hi = self.class_lo[level], self.class_hi[level]
         ends, starts = self.end, self.start
-        (first_start, _), (_, last_end) = self.spans[u][0], self.spans[u][-1]
+        first_start, last_end = self.live_start[u], self.live_end[u]
         best = -1
         j = bisect.bisect_left(self.cs_starts, first_start, lo, hi)
         i = bisect.bisect_left(self.cs_starts, widest_back, lo, j)
@@ -403,7 +409,7 @@ class _Rounds:
         if i < j:
             j = bisect.bisect_right(self.ce_ends, g.reach(self.first[u], level), i, j)
             best = self._better(best, self._top(self.ce_tree, self.ce, i, j, self._class_key, lambda p: starts[p] >= last_end))
-        for (_, gap_start), (gap_end, _) in zip(self.spans[u], self.spans[u][1:]):
+        for gap_start, gap_end in self.gaps.get(u, ()):
             i = bisect.bisect_left(self.cs_starts, gap_start, lo, hi)
             j = bisect.bisect_left(self.cs_starts, gap_end, lo, hi)
             best = self._better(best, self._top(self.cs_tree, self.cs, i, j, self._class_key, lambda p: ends[p] <= gap_end))
@@ -485,6 +491,8 @@ class _Rounds:
     def _free(self, u: int, p: int) -> bool:
         """Whether lone unit ``p`` overlaps no live block of unit ``u``."""
         a, b = self.start[p], self.end[p]
+        if self.lone[u]:
+            return self.end[u] <= a or self.start[u] >= b
         return all(end <= a or start >= b for start, end in self.spans[u])
 
     def _first_pair_by_candidate(self) -> tuple | None:
@@ -500,7 +508,7 @@ class _Rounds:
 
     def _best_free(self, u: int) -> int:
         """The partner of the largest size, then count, then lowest index, that overlaps no live block of ``u``."""
-        (first_start, _), (_, last_end) = self.spans[u][0], self.spans[u][-1]
+        first_start, last_end = self.live_start[u], self.live_end[u]
         found = [
             self._top(self.ge_tree, self.ge, 0, bisect.bisect_right(self.ge_ends, first_start), self._overall_key, _any),
             self._top(
@@ -508,7 +516,7 @@ class _Rounds:
             ),
         ]
         ends = self.end
-        for (_, gap_start), (gap_end, _) in zip(self.spans[u], self.spans[u][1:]):
+        for gap_start, gap_end in self.gaps.get(u, ()):
             i = bisect.bisect_left(self.gs_starts, gap_start)
             j = bisect.bisect_left(self.gs_starts, gap_end)
             found.append(self._top(self.gs_tree, self.gs, i, j, self._overall_key, lambda p: ends[p] <= gap_end))
@@ -524,17 +532,12 @@ def _after(heap: list, key: tuple) -> bool:
     return heap[1][0] < key or (len(heap) > 2 and heap[2][0] < key)
 
 
-def _live_spans(units: Units, c) -> list[list[tuple[int, int]]]:
-    """For every unit, the time spans of its blocks that take memory, in time order (what a
-    partner may not overlap; a size-0 block conflicts with nothing)."""
+def _live_spans(units: Units, c) -> dict[int, list[tuple[int, int]]]:
+    """For every companion unit with a block that takes memory, the time spans of those blocks."""
     starts, ends, live = c.starts.tolist(), c.ends.tolist(), c.live.tolist()
-    spans = []
-    for u, members in enumerate(units.members):
-        if units.lone[u]:
-            b = int(members[0])
-            spans.append([(starts[b], ends[b])])
-        else:
-            spans.append([(starts[b], ends[b]) for b in members.tolist() if live[b]] or [(0, 0)])
+    spans = {}
+    for u in np.flatnonzero(~units.lone & (units.size > 0)).tolist():
+        spans[u] = [(starts[b], ends[b]) for b in units.members[u].tolist() if live[b]]
     return spans
 
 
