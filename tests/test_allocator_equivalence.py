@@ -122,5 +122,6 @@ def test_nnc_2018_variants_get_todays_plans(open_ends, trees, monkeypatch):
     starts = rng.integers(0, 400, 300)
     problems.append(Problem.from_intervals(rng.integers(1, 500, 300), starts, starts + rng.integers(1, 40, 300)))
     for problem in problems:
-        fast, slow = allocate(problem, "nnc-2018", open_ends=open_ends), reference.nnc_2018(problem, open_ends=open_ends)
+        fast = allocate(problem, "nnc-2018", open_ends=open_ends)
+        slow = reference.nnc_2018(problem, open_ends=open_ends)
         assert np.array_equal(fast.offsets, slow.offsets) and np.array_equal(fast.groups, slow.groups)

@@ -408,11 +408,13 @@ class _Rounds:
         j = bisect.bisect_right(self.ce_ends, widest_reach, i, hi)
         if i < j:
             j = bisect.bisect_right(self.ce_ends, g.reach(self.first[u], level), i, j)
-            best = self._better(best, self._top(self.ce_tree, self.ce, i, j, self._class_key, lambda p: starts[p] >= last_end))
+            after = self._top(self.ce_tree, self.ce, i, j, self._class_key, lambda p: starts[p] >= last_end)
+            best = self._better(best, after)
         for gap_start, gap_end in self.gaps.get(u, ()):
             i = bisect.bisect_left(self.cs_starts, gap_start, lo, hi)
             j = bisect.bisect_left(self.cs_starts, gap_end, lo, hi)
-            best = self._better(best, self._top(self.cs_tree, self.cs, i, j, self._class_key, lambda p: ends[p] <= gap_end))
+            inside = self._top(self.cs_tree, self.cs, i, j, self._class_key, lambda p: ends[p] <= gap_end)
+            best = self._better(best, inside)
         return best
 
     def _better(self, p: int, q: int) -> int:
@@ -508,12 +510,11 @@ class _Rounds:
 
     def _best_free(self, u: int) -> int:
         """The partner of the largest size, then count, then lowest index, that overlaps no live block of ``u``."""
-        first_start, last_end = self.live_start[u], self.live_end[u]
+        before = bisect.bisect_right(self.ge_ends, self.live_start[u])
+        after = bisect.bisect_left(self.gs_starts, self.live_end[u])
         found = [
-            self._top(self.ge_tree, self.ge, 0, bisect.bisect_right(self.ge_ends, first_start), self._overall_key, _any),
-            self._top(
-                self.gs_tree, self.gs, bisect.bisect_left(self.gs_starts, last_end), len(self.gs), self._overall_key, _any
-            ),
+            self._top(self.ge_tree, self.ge, 0, before, self._overall_key, _any),
+            self._top(self.gs_tree, self.gs, after, len(self.gs), self._overall_key, _any),
         ]
         ends = self.end
         for gap_start, gap_end in self.gaps.get(u, ()):

@@ -3,7 +3,7 @@
 A planner that asks "which placed edge ends latest before ``t``" or "how many placed blocks start
 before ``t``" once per block must not scan all edges or blocks each time, or it becomes quadratic.
 Both trees live in plain Python lists: they change one position at a time, where numpy's per-call
-cost would dominate.
+cost would dominate (a tree of known values is built at once, in numpy).
 """
 
 from __future__ import annotations
