@@ -26,8 +26,10 @@ their size whose partner has none. Nothing here visits all blocks per round:
 - when nothing fits, the first tuple comes from the partners in key order (each takes the lowest
   candidate free of it), or, where that is longer, from every candidate's best free partner.
 
-Problems with explicit pairs keep the exhaustive search: their byte test can refuse an edge for one
-tuple and not for the next, so keys do not only get worse.
+A recomputed candidate walks the sizes between its own and the largest that fits it: few on real
+traces, but with thousands of distinct sizes (random ones) time grows faster than linearly. Problems
+with explicit pairs keep the exhaustive search: their byte test can refuse an edge for one tuple and
+not for the next, so keys do not only get worse.
 """
 
 from __future__ import annotations
