@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxalloc.allocators import allocate
+from jaxalloc.allocators import allocate, allocation_graph
 from jaxalloc.allocators.problem import Problem
 from jaxalloc.traces import read_trace
 
@@ -107,4 +107,21 @@ def test_a_training_trace_gets_todays_plans():
 
     data = training_step_trace(1500)
     problem = Problem.from_intervals(data["size"], data["lower"], data["upper"])
-    assert_same_plans(problem, [name for name in REFERENCES if name != "nnc-2018"])
+    assert_same_plans(problem, REFERENCES)
+
+
+@pytest.mark.parametrize("trees", [allocation_graph.LEVEL_TREES, 2])
+@pytest.mark.parametrize("open_ends", [False, True])
+def test_nnc_2018_variants_get_todays_plans(open_ends, trees, monkeypatch):
+    """``nnc-2018`` with and without open ends, on small problems and on 300 blocks of many sizes;
+    with 2 trees its leveled graph has fewer capacity thresholds than sizes, and skips the edges
+    too small for a size bucket by bucket."""
+    monkeypatch.setattr(allocation_graph, "LEVEL_TREES", trees)
+    rng = np.random.default_rng(17 + open_ends + 2 * trees)
+    problems = [random_problem(rng) for _ in range(40)]
+    starts = rng.integers(0, 400, 300)
+    problems.append(Problem.from_intervals(rng.integers(1, 500, 300), starts, starts + rng.integers(1, 40, 300)))
+    for problem in problems:
+        fast = allocate(problem, "nnc-2018", open_ends=open_ends)
+        slow = reference.nnc_2018(problem, open_ends=open_ends)
+        assert np.array_equal(fast.offsets, slow.offsets) and np.array_equal(fast.groups, slow.groups)
