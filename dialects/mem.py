@@ -16,10 +16,10 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
 - `#mem.views<initial = [0], yielded, slots = [#mem.slot<...>, #mem.slot<...>]>`: a toggle ring,
   for a body that may hand back the carried value itself (a branch returning its operand): rounds
   read what the body yielded where it is, and the body computes the position's next value into
-  the slot its current value is not in.
-- `#mem.views<initial = [0], slots = [#mem.next<1>]>`: a loop inside a loop body whose one-slot
-  ring is the enclosing loop's next view of its position 1, for an inner loop whose result the
-  body yields there: the slot moves with the enclosing loop's rounds.
+  the slot its current value is not in (a slot may hold an inner loop's ring, the value anywhere in it).
+- `#mem.views<initial = [0], slots = [#mem.next<1>, #mem.next<1>]>`: a loop inside a loop body whose
+  ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
+  inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.
 - `#mem.arena<bytes = 65536>`: the arena size of a planned function.
 """
 
@@ -140,19 +140,24 @@ class ViewsAttr(ParametrizedAttribute):
         """Where a toggle ring's next value goes: the slot the current value (at arena offset
         `current`, None outside the arena) is not in."""
         first, second = self.slots.data
-        return second if current == first.offset.data else first
+        return second if current is not None and first.offset.data <= current < first.end else first
 
     def within(self, next_views) -> ViewsAttr:
-        """These views in one round of the enclosing loop: a `#mem.next` slot becomes the slot
-        `next_views(position)` gives, or, outside the arena (None), the value yielded where it is."""
+        """These views in one round of the enclosing loop: a ring in its next view of a position
+        (`#mem.next` slots) is that slot, `next_views(position)`, cut into as many equal slots; outside
+        the arena (None) the rounds read the value yielded where it is."""
         if not any(isinstance(s, NextAttr) for s in self.slots.data):
             return self
         slot = next_views(self.slots.data[0].position.data)
-        return ViewsAttr([i.data for i in self.initial.data], [] if slot is None else [slot], slot is None)
+        if slot is None:
+            return ViewsAttr([i.data for i in self.initial.data], [], yielded=True)
+        size = slot.size.data // self.repeat
+        return ViewsAttr([i.data for i in self.initial.data], [SlotAttr(slot.offset.data + i * size, size) for i in range(self.repeat)])
 
     def verify(self) -> None:
-        if any(isinstance(s, NextAttr) for s in self.slots.data) and (len(self.slots) > 1 or self.yielded.data):
-            raise VerifyException("a #mem.views whose slot is the enclosing loop's #mem.next has that one slot only")
+        nexts = {s for s in self.slots.data if isinstance(s, NextAttr)}
+        if nexts and (len(nexts) > 1 or not all(isinstance(s, NextAttr) for s in self.slots.data) or self.yielded.data):
+            raise VerifyException("a ring in the enclosing loop's next view has #mem.next slots of one position only")
         if len({s.size.data for s in self.slots.data if isinstance(s, SlotAttr)}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
         if self.yielded.data and len(self.slots) not in (0, 2):

@@ -132,8 +132,8 @@ class _BlockPlanner:
     """Plans one block: merges values into buffers, recurses into regions, allocates."""
 
     def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
-                 rings_fit: bool = False):
-        self.block, self.options, self.rings_fit = block, options, rings_fit
+                 ring_holders: frozenset = frozenset()):
+        self.block, self.options, self.ring_holders = block, options, ring_holders
         self.outside, self.dictated, self.foldable = outside, dictated, foldable
         self.ops = list(block.ops)
         self.live = block_liveness(block)
@@ -248,7 +248,7 @@ class _BlockPlanner:
                     views[k].append(b)
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
-            plans.append(_plan_block(block, self.options, set(), placed, set(), rings_fit=True))
+            plans.append(_plan_block(block, self.options, set(), placed, set(), ring_holders=frozenset(op.res)))
             branch_plan = plans[-1]
             for value, result in placed.items():
                 # a loop's ring the branch yields is the result's memory, as many slots
@@ -299,9 +299,10 @@ class _BlockPlanner:
         # time in this round); in round 0 that is an init operand, read in place, and the result goes
         # to the ring slot instead.
         foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
+        lone = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1 and readers[c, 1] == [c])
         while True:
-            body_plan = _plan_block(body, self.options, set(), dictated, set(foldable), aliases)
-            toggles = _toggles(body, body_plan, longest, readers)
+            body_plan = _plan_block(body, self.options, set(), dictated, set(foldable), aliases, lone)
+            toggles = _toggles(body, body_plan, longest, readers, results)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             wrong |= {args[p] for c, (_, p) in longest.items() if c in toggles}
             if not wrong & foldable.keys():
@@ -316,7 +317,9 @@ class _BlockPlanner:
             }
             shares = all(r is body_plan.roots.get(args[p]) or _dies_before(body_plan, args[p], r) for r in into)
             repeat[c] = 2 if c in toggles else delay if shares else delay + 1
-            self.rings[results[c]] = (byte_size(results[c].type), repeat[c])
+            inner = body_plan.placed_rings.get(results[c], 1)  # each slot holds an inner loop's ring
+            slot = byte_size(results[c].type) if inner == 1 else inner * _pad(byte_size(results[c].type), self.options.alignment)
+            self.rings[results[c]] = (slot, repeat[c])
         carries = []
         for k in range(len(args)):
             if yields[k] is args[k] or yields[k] is op.inits[k]:  # every round reads the init operand
@@ -369,6 +372,39 @@ class _BlockPlanner:
         if len(own) == 1:
             self.dictated[own[0]] = parent
 
+    def holds_ring(self, value: SSAValue, group: list[SSAValue], repeat: int) -> bool:
+        """Whether the parent value `value` is computed into may hold `group`'s ring of `repeat`
+        slots: a case result (given as many), or a loop's next view (of a lone position, which
+        toggles between two slots as large as the ring, for several), where the ring's loop result
+        is in that memory however many rounds it runs (init operands read in place are computed
+        there too): so the position's value is always in the slot last computed into, and which
+        slot that is depends on the round alone."""
+        parent = self.dictated[value]
+        if repeat > 1 and parent not in self.ring_holders:
+            return False
+        if isinstance(parent.owner, jx.CaseOp):
+            return True
+        for v in group:
+            if v in self.rings:
+                loop = v.owner
+                if not isinstance(loop, jx.WhileOp):
+                    if repeat == 1:
+                        continue  # a case result holding a branch's one-slot ring
+                    return False
+                carry = self.plan.carries[loop][loop.results.index(v)]
+                inits = [loop.operands[q] for q in carry.initial]
+                if carry.passed or not all(self.computed_into(i, parent) for i in inits):
+                    return False
+        return True
+
+    def computed_into(self, value: SSAValue, parent: SSAValue) -> bool:
+        """Whether `value` is computed into `parent`'s memory (not a block argument living there)."""
+        if self.external(value):
+            return False
+        root = self.merge.find(value)
+        group = self.members.get(root, [root])
+        return any(self.dictated.get(m) is parent for m in group) and not any(isinstance(m, BlockArgument) for m in group)
+
     @staticmethod
     def _folds_only(plan: BlockPlan, body: Block, arg: BlockArgument, allowed: SSAValue) -> bool:
         """A result computed into a carried value's memory must be the one yield allowed there, and only it."""
@@ -393,8 +429,9 @@ class _BlockPlanner:
                 continue
             ring = max((self.rings[v] for v in values if v in self.rings), key=lambda r: r[1], default=None)
             placed = [v for v in values if v in self.dictated]
-            # a ring of several slots fits a case result (given as many), not a loop's next view
-            if placed and (ring is None or ring[1] == 1 or self.rings_fit):
+            # a ring of several slots fits a case result (given as many), or a loop's next view of a
+            # position that toggles between two slots as large as the ring
+            if placed and (ring is None or self.holds_ring(placed[0], values, ring[1])):
                 if ring is not None and ring[1] > 1:
                     self.plan.placed_rings[self.dictated[placed[0]]] = ring[1]
                 self.plan.placed_in.update((v, self.dictated[placed[0]]) for v in values)
@@ -427,8 +464,8 @@ class _BlockPlanner:
 
 
 def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
-                rings_fit: bool = False) -> BlockPlan:
-    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, rings_fit).run()
+                ring_holders: frozenset = frozenset()) -> BlockPlan:
+    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders).run()
 
 
 @dataclass(frozen=True)
@@ -496,16 +533,17 @@ def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
     return origins
 
 
-def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict) -> dict[int, set[SSAValue]]:
+def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results) -> dict[int, set[SSAValue]]:
     """The lone positions whose next value may be a view (a case result a branch hands the carried
-    value back at, or a value from outside the loop): they toggle between two slots, the next value
-    going where the current one is not. For each, the values from outside the loop it may be."""
+    value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
+    toggle between two slots, the next value going where the current one is not. For each, the
+    values from outside the loop it may be."""
     args, yields = body.args, body.last_op.operands
     toggles = {}
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
             sources = _view_sources(yields[c], args[c], body, plan, body, plan.placed_in.get(yields[c]))
-            if sources:
+            if sources or results[c] in plan.placed_rings:
                 toggles[c] = sources - {args[c]}
     return toggles
 
@@ -522,6 +560,10 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
         return {root}
     if value in plan.may_be:
         parts = [_view_sources(v, arg, block, plan, body, into, False) for v in plan.may_be[value]]
+    elif isinstance(value.owner, jx.WhileOp) and into is not None and plan.placed_in.get(value) is into:
+        loop = value.owner  # an inner loop's ring in the next view: or an init operand read in place
+        carry = plan.carries[loop][loop.results.index(value)]
+        parts = [_view_sources(loop.operands[q], arg, block, plan, body, into, False) for q in carry.initial]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
         if not top and len(plan.phis[case][k]) < len(case.branches):

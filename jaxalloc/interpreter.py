@@ -134,6 +134,8 @@ class ArenaFunctions(JxFunctions):
     layouts: dict[Operation, _OpLayout] = field(default_factory=dict)
     arena: Arena | None = None
     _next: tuple[int | None, ...] = ()
+    _views: list[ViewsAttr] = field(default_factory=list)
+    """The multi-views of the loop whose body is being run (`_next`: its next round's places)."""
 
     @property
     def copied_bytes(self) -> int:
@@ -184,8 +186,7 @@ class ArenaFunctions(JxFunctions):
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
         layouts = self.layout(op).outputs
-        views = [v.within(lambda p: None if self._next[p] is None else SlotAttr(self._next[p], out.nbytes))
-                 for v, out in zip(op.attributes["mem.views"].data, layouts)]
+        views = [v.within(self._next_slot) for v in op.attributes["mem.views"].data]
         # where a ring's first slot is the init operand's memory, round 0 reads it there
         firsts = [k for k, v in enumerate(views) if v.slots.data and not v.initial.data]
         self.arena.current, rounds = op, self.arena.rounds
@@ -193,10 +194,11 @@ class ArenaFunctions(JxFunctions):
         carried = _replace(args, firsts, self.arena.move(
             [args[k] for k in firsts], [layouts[k] for k in firsts], [views[k].slots.data[0].offset.data for k in firsts]
         ))
-        state, round_, outer_next = self._outside(views, 0, self._round(views, 0, args, carried), layouts), 0, self._next
+        state, round_ = self._outside(views, 0, self._round(views, 0, args, carried), layouts), 0
+        outer_next, outer_views = self._next, self._views
         try:
             while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
-                self._next = tuple(_next_place(v, round_ + 1, at) for v, at in zip(views, state))
+                self._next, self._views = tuple(_next_place(v, round_ + 1, at) for v, at in zip(views, state)), views
                 yielded = self.run_block(interpreter, op.body.block, state)
                 round_ += 1
                 self.arena.current, rounds[-1][1] = op, round_
@@ -206,9 +208,14 @@ class ArenaFunctions(JxFunctions):
                 ))
                 state = self._outside(views, round_, self._round(views, round_, args, carried), layouts)
         finally:
-            self._next = outer_next
+            self._next, self._views = outer_next, outer_views
             rounds.pop()
         return state
+
+    def _next_slot(self, position: int) -> SlotAttr | None:
+        """The enclosing loop's next view of `position` in the round being run, as a slot of its ring."""
+        offset = self._next[position]
+        return None if offset is None else SlotAttr(offset, self._views[position].slots.data[0].size.data)
 
     def _round(self, views, round_: int, inits: PythonValues, carried: PythonValues) -> tuple[Located, ...]:
         """Where each carried value is in round `round_`: an init operand read in place, or the value

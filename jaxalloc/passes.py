@@ -144,10 +144,14 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
             for source in body.may_be.get(value, ()):  # a loop result's value the body computes there
                 if body.placed_in.get(source) is op.results[c] and not isinstance(source, BlockArgument):
                     roots.setdefault(body.roots[source], c)
+    # an inner loop's ring of several slots: the values after the loop are in whichever slot, read in place
+    rings = {body.roots[r]: r.owner for r in body.roots
+             if isinstance(r.owner, jx.WhileOp) and body.carries[r.owner][r.owner.results.index(r)].repeat > 1}
     return {
         value: NextAttr(roots[root])
         for value, root in body.roots.items()
         if root in roots and value in body.placed_in and not isinstance(value, BlockArgument)
+        and not (root in rings and rings[root].is_before_in_block(value.owner))
     }
 
 
@@ -155,8 +159,8 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
     views, body = [], plan.regions[op][1][1]
     for result, carry, value in zip(op.res, plan.carries[op], op.body.block.last_op.operands):
         first = slots.get(result)
-        if isinstance(first, NextAttr) and carry.repeat == 1:  # the ring is the enclosing loop's next view
-            views.append(ViewsAttr(carry.initial, [first], carry.passed))
+        if isinstance(first, NextAttr) and carry.repeat:  # the ring is the enclosing loop's next view
+            views.append(ViewsAttr(carry.initial, [first] * carry.repeat, carry.passed))
             continue
         first = first if isinstance(first, SlotAttr) else None
         if first is None and carry.repeat:  # the ring is the function's output

@@ -378,7 +378,20 @@ class _Walk:
         views = op.attributes.get("mem.views")
         if not isinstance(views, ArrayAttr) or len(views.data) != len(op.results):
             raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} has no mem.views per carried value")
-        views = [self.within(op, v) for v in views.data if isinstance(v, ViewsAttr)]
+        placings = self.within(op, [v for v in views.data if isinstance(v, ViewsAttr)])
+        if len(placings) == 1:
+            return self.walk_loop(op, env, placings[0][1])
+        outer, found = self.guard, []
+        for guard, placed in placings:  # the ring is where the enclosing toggle ring puts it, per path
+            self.guard = guard
+            self.walk_loop(op, env, placed)
+            found.append([env[r].on(guard) for r in op.results])
+        self.guard = outer
+        for k, value in enumerate(op.results):
+            env[value] = _union(f[k] for f in found)
+
+    def walk_loop(self, op: jx.WhileOp, env: dict, views: list[ViewsAttr]) -> None:
+        """Walk the rounds of `op` on the current paths, its rings where `views` say."""
         inits = [env[v] for v in op.inits]
         self._regions += 1
         region, rounds, outer, first = self._regions, _rounds_to_walk(views), self.guard, self.serial + 1
@@ -433,20 +446,22 @@ class _Walk:
             env[value] = _union(exit_[k] for exit_ in exits)
         self.memory.collect(first, {i for exit_ in exits for located in exit_ for i, _ in located.instances})
 
-    def within(self, op: jx.WhileOp, views: ViewsAttr) -> ViewsAttr:
-        """`views` in this round of the enclosing loop (a ring that is its next view of a position)."""
-        def next_view(position: int) -> SlotAttr | None:
-            if not self.next_views:
-                raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} has a #mem.next ring outside a loop")
+    def within(self, op: jx.WhileOp, views: list[ViewsAttr]) -> list[tuple[Guard, list[ViewsAttr]]]:
+        """`views` in this round of the enclosing loop, where a ring is its next view of a position:
+        per set of paths (a toggle ring's next slot depends on the path)."""
+        positions = {s.position.data for v in views for s in v.slots.data if isinstance(s, NextAttr)}
+        if positions and not self.next_views:
+            raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} has a #mem.next ring outside a loop")
+        placings = [(self.guard, {})]
+        for position in positions:
             at = self.next_views[-1][position]
-            if isinstance(at, list):  # a toggle ring's slot: one on every path walked
+            if isinstance(at, list):  # a toggle ring: its next slot may differ by path
                 slots = {slot for slot, _ in at}
-                if len(slots) != 1:
-                    raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: the ring of {_op(op)} is a toggle "
-                                        f"ring's next view, which is not one slot on every path")
-                at = slots.pop()
-            return at
-        return views.within(next_view)
+                at = at if len(slots) > 1 else slots.pop()
+            choices = at if isinstance(at, list) else [(at, self.guard)]
+            placings = [(both, {**chosen, position: slot}) for guard, chosen in placings
+                        for slot, paths in choices if (both := _both(guard, paths)) is not None]
+        return [(guard, [v.within(chosen.get) for v in views]) for guard, chosen in placings]
 
     def at(self, slot: SlotAttr | None) -> list[tuple[SlotAttr, Guard]] | None:
         return None if slot is None else [(slot, self.guard)]

@@ -45,6 +45,7 @@ def test_a_position_handed_on_reads_its_init_operand_then_what_the_body_yielded(
 
 
 def test_a_toggle_ring_computes_into_the_slot_the_current_value_is_not_in():
+    assert ViewsAttr([0], [SlotAttr(0, 128), SlotAttr(128, 128)], yielded=True).toggle(64) == SlotAttr(128, 128)
     a, b = SlotAttr(0, 64), SlotAttr(64, 64)
     views = ViewsAttr([0], [a, b], yielded=True)
     assert views.toggles and [views.view(i) for i in range(3)] == [0, YIELDED, YIELDED]
@@ -58,8 +59,11 @@ def test_a_ring_in_the_enclosing_loops_next_view_is_that_views_slot_in_each_roun
     assert views.within(lambda p: SlotAttr(64 * p, 64)) == ViewsAttr([1], [SlotAttr(128, 64)])
     assert views.within(lambda p: None) == ViewsAttr([1], [], yielded=True)  # outside the arena
     assert ViewsAttr([0], [SlotAttr(0, 64)]).within(None) == ViewsAttr([0], [SlotAttr(0, 64)])
-    with pytest.raises(VerifyException, match="that one slot only"):
-        ViewsAttr([0], [NextAttr(2), SlotAttr(0, 64)])
+    ring = ViewsAttr([], [NextAttr(2), NextAttr(2)])  # a ring of two slots, cut out of the next view
+    assert ring.within(lambda p: SlotAttr(256, 128)) == ViewsAttr([], [SlotAttr(256, 64), SlotAttr(320, 64)])
+    for wrong in ([NextAttr(2), SlotAttr(0, 64)], [NextAttr(2), NextAttr(1)]):
+        with pytest.raises(VerifyException, match="slots of one position only"):
+            ViewsAttr([0], wrong)
 
 
 def test_yielded_views_print_and_parse_back():

@@ -7,6 +7,8 @@ its plan passes the static checker, which walks branches and rounds the run does
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -389,6 +391,26 @@ def test_an_inner_loop_whose_result_the_body_yields_runs_in_the_next_rounds_slot
     for rounds in (0, 1, 2, 5):
         for mode in ("arena", "checked"):
             assert check_program(stacked, X16, rounds, mode=mode).last_run.copied_bytes == 0
+
+
+def test_an_inner_ring_of_two_slots_yielded_as_the_carry_lies_in_a_toggle_ring_of_two_such_rings():
+    """The inner ring's result is in either of its slots: the outer position toggles between two
+    slots as large as the inner ring, and each round's inner ring is cut out of the one not holding
+    the current value."""
+
+    def ring_in_ring(x, n):
+        def body(i, c):
+            return lax.fori_loop(0, n, lambda j, d: d[::-1] * 2.0 + c[0], c * 1.0)
+
+        return lax.fori_loop(0, 3, body, x) * 2.0
+
+    plan = jaxalloc.planned(ring_in_ring).plan(X16, 3)
+    text = str(plan.module)
+    assert "slots = [#mem.next<2>, #mem.next<2>]" in text and re.search(r"yielded, slots = \[#mem.slot<offset = \d+, size = 128>", text)
+    assert plan.check().copies == ()
+    for rounds in (0, 1, 2, 5):
+        for mode in ("arena", "checked"):
+            assert check_program(ring_in_ring, X16, rounds, mode=mode).last_run.copied_bytes == 0
 
 
 def test_an_op_on_a_result_of_a_ring_of_two_slots_is_computed_in_the_arena():
