@@ -26,7 +26,7 @@ from random_programs import Program, random_program
 
 import jaxalloc
 
-DEFAULT_PROGRAMS = 160
+DEFAULT_PROGRAMS = 100
 """Programs checked by default (the suite's time budget); the generator's coverage is counted over
 `COVERAGE_PROGRAMS`, which only builds them."""
 COVERAGE_PROGRAMS = 220
