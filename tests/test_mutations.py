@@ -21,7 +21,7 @@ CORPUS = [(p.name, p.fn, p.make_args) for p in PROGRAMS if p.name in {
 
 def _programs():
     yield from ((name, fn, make_args()) for name, fn, make_args in CORPUS)
-    for seed in range(0, 12):
+    for seed in range(0, 24):
         fn, args = random_program(seed)
         yield f"seed{seed}", fn, args
 
