@@ -279,9 +279,18 @@ class WhileOp(IRDLOperation):
     res = var_result_def()
     cond = region_def("single_block")
     body = region_def("single_block")
+    rounds = opt_prop_def(IntAttr)
+    """How many rounds run, where that is known before the loop starts (a scan, a loop counting
+    from a constant to a constant): then a result is never an init operand that later rounds would
+    have replaced, and it is in one known slot of its ring."""
 
-    def __init__(self, inits: Sequence[SSAValue], cond: Region, body: Region):
-        super().__init__(operands=[inits], result_types=[[v.type for v in inits]], regions=[cond, body])
+    def __init__(self, inits: Sequence[SSAValue], cond: Region, body: Region, rounds: int | None = None):
+        super().__init__(
+            operands=[inits],
+            result_types=[[v.type for v in inits]],
+            regions=[cond, body],
+            properties={} if rounds is None else {"rounds": IntAttr(rounds)},
+        )
 
     def verify_(self) -> None:
         types = tuple(v.type for v in self.inits)
@@ -290,6 +299,8 @@ class WhileOp(IRDLOperation):
         for region, what in ((self.cond, "condition"), (self.body, "body")):
             if tuple(a.type for a in region.block.args) != types:
                 raise VerifyException(f"jx.while {what} arguments must have the types of the loop-carried operands")
+        if self.rounds is not None and self.rounds.data < 0:
+            raise VerifyException(f"jx.while cannot run {self.rounds.data} rounds")
         _verify_yield(self.cond.block, (TensorType(_I1, []),), "jx.while condition")
         _verify_yield(self.body.block, types, "jx.while body")
 
@@ -297,12 +308,13 @@ class WhileOp(IRDLOperation):
     def parse(cls, parser: Parser) -> WhileOp:
         operands, fn_type = _parse_operands_and_type(parser)
         inits = parser.resolve_operands(operands, fn_type.inputs.data, parser.pos)
+        rounds = parser.parse_integer(allow_boolean=False) if parser.parse_optional_keyword("rounds") else None
         extra = parser.parse_optional_attr_dict_with_keyword()
         parser.parse_keyword("cond")
         cond = parser.parse_region()
         parser.parse_keyword("do")
         body = parser.parse_region()
-        op = WhileOp(inits, cond, body)
+        op = WhileOp(inits, cond, body, rounds)
         if extra is not None:
             op.attributes |= extra.data
         return op
@@ -312,6 +324,8 @@ class WhileOp(IRDLOperation):
             printer.print_list(self.inits, printer.print_ssa_value)
         printer.print_string(" : ")
         printer.print_operation_type(self)
+        if self.rounds is not None:
+            printer.print_string(f" rounds {self.rounds.data}")
         _print_extra_attributes(printer, self)
         printer.print_string(" cond ")
         printer.print_region(self.cond, print_entry_block_args=True)

@@ -285,6 +285,7 @@ class _BlockPlanner:
             if delay > longest.get(c, (0, c))[0]:
                 longest[c] = (delay, p)
         init_roots = [self.merge.find(v) for v in op.inits]
+        rounds = op.rounds.data if op.rounds is not None else None
         eligible = set()  # a lone origin whose init operand dies here: that memory is its ring's slot 0
         for c, (delay, _) in longest.items():
             init, root = op.inits[c], init_roots[c]
@@ -327,7 +328,8 @@ class _BlockPlanner:
                 self.join(results[k], op.inits[k])
             elif k in cycles:  # a rotation of carries with nothing computed: each round reads an init in place
                 carries.append(Carry(0, cycles[k]))
-                self.views_of(results[k], [op.inits[q] for q in cycles[k]])
+                after = [cycles[k][rounds % len(cycles[k])]] if rounds is not None else cycles[k]
+                self.views_of(results[k], [op.inits[q] for q in after])
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
@@ -339,13 +341,15 @@ class _BlockPlanner:
                     self.join(results[k], op.inits[k])
                 elif k != c:
                     self.join(results[k], results[c])
-                for q in initial:
-                    self.keep_alive.append((op.inits[q], results[k]))
-                if initial:  # after fewer rounds than `initial` lists, the result is an init operand
+                if initial:
                     self.no_fold.add(results[k])
+                if initial and (rounds is None or rounds < len(initial)):
+                    # after fewer rounds than `initial` lists, the result is an init operand
+                    self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
             else:  # handed a value the body does not compute: read where it is
                 carries.append(Carry(0, (k,), passed=True))
-                self.views_of(results[k], [op.inits[k], *_handed_on(k, args, yields, op.inits)])
+                handed = [op.inits[k], *_handed_on(k, args, yields, op.inits)]
+                self.views_of(results[k], handed if rounds is None else [_after(k, rounds, args, yields, op.inits)])
         for result in results:
             self.computed_into_parent(result)
         self.plan.carries[op] = carries
@@ -392,7 +396,8 @@ class _BlockPlanner:
                         continue  # a case result holding a branch's one-slot ring
                     return False
                 carry = self.plan.carries[loop][loop.results.index(v)]
-                inits = [loop.operands[q] for q in carry.initial]
+                known = loop.rounds is not None and loop.rounds.data >= len(carry.initial)
+                inits = [] if known else [loop.operands[q] for q in carry.initial]
                 if carry.passed or not all(self.computed_into(i, parent) for i in inits):
                     return False
         return True
@@ -629,6 +634,25 @@ def _handed_on(k: int, args, yields, inits) -> list[SSAValue]:
         seen.add(j)
         value = yields[j]
     return [*values, value]
+
+
+def _after(k: int, rounds: int, args, yields, inits) -> SSAValue:
+    """The value a position the body does not compute holds after `rounds` rounds: an init operand
+    passed along the positions, or the value from outside the loop that the chain ends in."""
+    position = {a: j for j, a in enumerate(args)}
+    seen: dict[int, int] = {}
+    j, r = k, 0
+    while r < rounds:
+        if j in seen:  # on a cycle: skip its whole turns
+            r += (rounds - r) // (r - seen[j]) * (r - seen[j])
+            seen.clear()
+            if r == rounds:
+                break
+        seen[j] = r
+        if yields[j] not in position:
+            return yields[j]
+        j, r = position[yields[j]], r + 1
+    return inits[j]
 
 
 def _rotation_cycles(args, yields) -> dict[int, tuple[int, ...]]:

@@ -243,7 +243,10 @@ class _Converter:
             new = self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
             return [self.glue(b, _select_lanes, pred, n, old)[0] for n, old in zip(new, b.args, strict=True)]
 
-        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body))
+        rounds = None if batched else counted_rounds(eqn)
+        if rounds == 0:  # no round runs: the loop hands back its init operands, as a scan of length 0
+            return inits
+        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), rounds)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
 
@@ -279,7 +282,7 @@ class _Converter:
             new_ys = [self.glue(b, _write_row, y, row, index)[0] for y, row in zip(ys, y_t, strict=True)]
             return [self.glue(b, _increment, i)[0], *new_carry, *new_ys]
 
-        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body))
+        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), length)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results[1:]
 
@@ -293,6 +296,30 @@ class _Converter:
         op = jx.CaseOp(index, types, branches)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
+
+
+def counted_rounds(eqn: core.JaxprEqn) -> int | None:
+    """The rounds of a `while_loop` that counts a carried integer up by one from a constant while it
+    is less than a constant (what a `fori_loop` with constant bounds that is not a scan becomes), or
+    None: then only running the loop tells."""
+    p = eqn.params
+    cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
+    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt" or cond.outvars[0] is not cond.eqns[0].outvars[0]:
+        return None
+    counter, bound = cond.eqns[0].invars
+    if counter not in cond.invars[p["cond_nconsts"] :] or not isinstance(bound, core.Literal):
+        return None
+    k = cond.invars.index(counter) - p["cond_nconsts"]
+    start = eqn.invars[p["cond_nconsts"] + p["body_nconsts"] + k]
+    step = next((e for e in body.eqns if body.outvars[k] in e.outvars), None)
+    if (step is None or step.primitive.name != "add" or step.invars[0] is not body.invars[p["body_nconsts"] + k]
+            or not isinstance(step.invars[1], core.Literal) or not isinstance(start, core.Literal)):
+        return None
+    if not all(np.issubdtype(np.asarray(v.val).dtype, np.integer) for v in (bound, start, step.invars[1])):
+        return None
+    if int(step.invars[1].val) != 1:
+        return None
+    return max(0, int(bound.val) - int(start.val))
 
 
 def scan_counts(params: dict) -> tuple[int, int]:

@@ -29,6 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from jaxalloc.arena import Arena, Layout, Located, layout_of
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
+from jaxalloc.errors import JaxallocError
 from jaxalloc.frontend import BindTable
 from jaxalloc.inplace import is_view
 from jaxalloc.liveness import last_uses
@@ -94,15 +95,22 @@ class JxFunctions(InterpreterFunctions):
 
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
-        state = args
+        state, round_ = args, 0
         while bool(self.run_block(interpreter, op.cond.block, state)[0]):
-            state = self.run_block(interpreter, op.body.block, state)
+            state, round_ = self.run_block(interpreter, op.body.block, state), round_ + 1
+        _ran(op, round_)
         return state
 
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
         branch = min(max(int(args[0]), 0), len(op.branches) - 1)
         return self.run_block(interpreter, op.branches[branch].block, ())
+
+
+def _ran(op: jx.WhileOp, rounds: int) -> None:
+    """A loop that says how many rounds it runs (the plan relies on it) must run that many."""
+    if op.rounds is not None and op.rounds.data != rounds:
+        raise JaxallocError(f"a jx.while that says it runs {op.rounds.data} rounds ran {rounds}: its `rounds` is wrong")
 
 
 @dataclass(frozen=True)
@@ -207,6 +215,7 @@ class ArenaFunctions(JxFunctions):
                     [yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring]
                 ))
                 state = self._outside(views, round_, self._round(views, round_, args, carried), layouts)
+            _ran(op, round_)
         finally:
             self._next, self._views = outer_next, outer_views
             rounds.pop()

@@ -394,7 +394,8 @@ class _Walk:
         """Walk the rounds of `op` on the current paths, its rings where `views` say."""
         inits = [env[v] for v in op.inits]
         self._regions += 1
-        region, rounds, outer, first = self._regions, _rounds_to_walk(views), self.guard, self.serial + 1
+        region, outer, first = self._regions, self.guard, self.serial + 1
+        rounds, exit_at = _rounds_to_walk(views, op.rounds.data if op.rounds is not None else None)
         state = []
         for k, (view, init) in enumerate(zip(views, inits)):
             at = view.view(0)
@@ -411,13 +412,14 @@ class _Walk:
         for round_ in range(rounds):
             self.rounds[-1] = (op, round_)
             self.rounds_walked += 1
-            self.guard = _both(outer, ((region, frozenset(range(round_, rounds))),))
+            self.guard = _both(outer, ((region, exit_at(round_)),))
             env.update(zip(cond.args, state))
             self.block(cond, env)
-            exits.append([located.on(((region, frozenset((round_,))),)) for located in state])
+            if round_ in exit_at(round_):
+                exits.append([located.on(((region, frozenset((round_,))),)) for located in state])
             if round_ == rounds - 1:
                 break
-            self.guard = _both(outer, ((region, frozenset(range(round_ + 1, rounds))),))
+            self.guard = _both(outer, ((region, exit_at(round_ + 1)),))
             following = [view.view(round_ + 1) for view in views]
             self.next_views.append([
                 self.toggled(view, located) if view.toggles else at if isinstance(at, SlotAttr) else None
@@ -479,11 +481,22 @@ class _Walk:
             )
 
 
-def _rounds_to_walk(views: list[ViewsAttr]) -> int:
-    """Enough rounds for every loop exit: the init reads, then every ring around twice, then one."""
+def _rounds_to_walk(views: list[ViewsAttr], known: int | None):
+    """How many rounds to walk, and the exit rounds still ahead of a round (the paths it is on).
+
+    Without a known round count, enough rounds for every loop exit: the init reads, then every ring
+    around twice, then one; every round is an exit. With one, the loop exits after those rounds
+    only, or, for a longer loop, after the last walked round where the rings are as they are then."""
     prefix = max((len(v.initial) for v in views), default=0)
     period = math.lcm(*(max(v.repeat, 1) for v in views)) if views else 1
-    return min(prefix + 2 * period + 2, MAX_ROUNDS)
+    walked = min(prefix + 2 * period + 2, MAX_ROUNDS)
+    if known is not None and known >= walked:
+        known = walked - 1 - (walked - 1 - known) % period
+        if known < prefix + period:  # too few rounds walked to see the rings repeat
+            known = None
+    if known is None:
+        return walked, lambda round_: frozenset(range(round_, walked))
+    return known + 1, lambda round_: frozenset((known,))
 
 
 def _reinterprets(op: Operation) -> bool:

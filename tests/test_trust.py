@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from differential import check_program
 from jax import lax
-from xdsl.dialects.builtin import ArrayAttr
+from xdsl.dialects.builtin import ArrayAttr, IntAttr
 
 import jaxalloc
 from jaxalloc.dialects import jx
@@ -430,6 +430,40 @@ def test_an_op_on_a_result_of_a_ring_of_two_slots_is_computed_in_the_arena():
     for rounds in (0, 1, 4):
         for mode in ("arena", "checked"):
             assert check_program(nested, X16, rounds, mode=mode).last_run.copied_bytes == 0
+
+
+def test_a_loop_that_says_how_many_rounds_it_runs_hands_its_ring_to_the_outer_carry():
+    """A loop counting to a constant is never left with its init operand as its result: the inner
+    result is always the value the last round computed, so the outer carry takes that memory
+    without a copy (without `rounds`, zero rounds would hand back the outer carry itself)."""
+
+    def counted_inner(x):
+        def body(c, _):
+            grow = lambda s: (s[0] + 1, jnp.clip(c**3, -1.5, 1.5) + s[1] * 0.0)
+            _, y = lax.while_loop(lambda s: s[0] < 2, grow, (jnp.int32(0), c))
+            return y, None
+
+        return lax.scan(body, x, None, length=4)[0]
+
+    plan = jaxalloc.planned(counted_inner).plan(X16)
+    assert [op.rounds.data for op in plan.module.walk() if isinstance(op, jx.WhileOp)] == [4, 2]
+    assert plan.check().copies == ()
+    for mode in ("arena", "checked"):
+        assert check_program(counted_inner, X16, mode=mode).last_run.copied_bytes == 0
+
+
+def test_a_loop_running_other_than_the_rounds_it_says_is_refused():
+    def counted(x):
+        return lax.fori_loop(0, jnp.int32(3), lambda i, c: c * 2.0, x)
+
+    for mode in ("eager", "arena"):
+        planned = jaxalloc.planned(counted, mode=mode)
+        planned(X16)
+        traced = next(iter(planned._cache.values()))
+        for module in [traced.converted.module, *(plan.module for plan, *_ in traced.plans.values())]:
+            next(op for op in module.walk() if isinstance(op, jx.WhileOp)).rounds = IntAttr(2)
+        with pytest.raises(jaxalloc.JaxallocError, match="says it runs 2 rounds ran 3"):
+            planned(X16)
 
 
 def test_a_branch_yielding_what_is_outside_it_makes_the_case_result_a_view_of_that():

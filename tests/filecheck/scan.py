@@ -23,7 +23,7 @@ print(jaxalloc.planned(backward).lower(*args))
 # CHECK:         %i = jx.const[{{[0-9]+}}] "0" : tensor<i32>
 # CHECK:         %[[YS:.*]] = jx.prim "broadcast_in_dim"
 # CHECK-SAME:      -> tensor<5x3xf32>
-# CHECK:         %{{.*}}, %[[C:.*]], %[[Y:.*]] = jx.while(%i, %a, %[[YS]]) : (tensor<i32>, tensor<3xf32>, tensor<5x3xf32>) -> (tensor<i32>, tensor<3xf32>, tensor<5x3xf32>) cond {
+# CHECK:         %{{.*}}, %[[C:.*]], %[[Y:.*]] = jx.while(%i, %a, %[[YS]]) : (tensor<i32>, tensor<3xf32>, tensor<5x3xf32>) -> (tensor<i32>, tensor<3xf32>, tensor<5x3xf32>) rounds 5 cond {
 # CHECK-NEXT:    ^{{.*}}(%[[I0:.*]]: tensor<i32>, %{{.*}}: tensor<3xf32>, %{{.*}}: tensor<5x3xf32>):
 # CHECK-NEXT:      %[[N:.*]] = jx.const[{{[0-9]+}}] "5" : tensor<i32>
 # CHECK-NEXT:      %[[P:.*]] = jx.prim "lt"[{{[0-9]+}}](%[[I0]], %[[N]])

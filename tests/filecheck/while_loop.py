@@ -26,3 +26,19 @@ print(jaxalloc.planned(halve_until_small).lower(jnp.ones(4), jnp.float32(0.1)))
 # CHECK-NEXT:      jx.yield %[[Z]] : tensor<4xf32>
 # CHECK-NEXT:    }
 # CHECK-NEXT:    jx.yield %[[R]] : tensor<4xf32>
+
+
+# A loop counting from a constant to a constant says how many rounds it runs; one that runs none
+# is its init operands.
+def count_to_three(x):
+    _, y = lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 2.0), (jnp.int32(0), x))
+    _, z = lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 2.0), (jnp.int32(5), y))
+    return z
+
+
+print(jaxalloc.planned(count_to_three).lower(jnp.ones(4)))
+
+# CHECK-LABEL: jx.func @count_to_three(%a: tensor<4xf32>) -> tensor<4xf32>
+# CHECK:         %{{.*}}, %[[Y:.*]] = jx.while(%{{.*}}, %a) : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>) rounds 3 cond {
+# CHECK-NOT:     jx.while
+# CHECK:         jx.yield %[[Y]] : tensor<4xf32>
