@@ -328,8 +328,7 @@ class _BlockPlanner:
                 self.join(results[k], op.inits[k])
             elif k in cycles:  # a rotation of carries with nothing computed: each round reads an init in place
                 carries.append(Carry(0, cycles[k]))
-                after = [cycles[k][rounds % len(cycles[k])]] if rounds is not None else cycles[k]
-                self.views_of(results[k], [op.inits[q] for q in after])
+                self.views_of(results[k], [op.inits[q] for q in cycles[k]])
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
@@ -348,8 +347,7 @@ class _BlockPlanner:
                     self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
             else:  # handed a value the body does not compute: read where it is
                 carries.append(Carry(0, (k,), passed=True))
-                handed = [op.inits[k], *_handed_on(k, args, yields, op.inits)]
-                self.views_of(results[k], handed if rounds is None else [_after(k, rounds, args, yields, op.inits)])
+                self.views_of(results[k], [op.inits[k], *_handed_on(k, args, yields, op.inits)])
         for result in results:
             self.computed_into_parent(result)
         self.plan.carries[op] = carries
@@ -634,25 +632,6 @@ def _handed_on(k: int, args, yields, inits) -> list[SSAValue]:
         seen.add(j)
         value = yields[j]
     return [*values, value]
-
-
-def _after(k: int, rounds: int, args, yields, inits) -> SSAValue:
-    """The value a position the body does not compute holds after `rounds` rounds: an init operand
-    passed along the positions, or the value from outside the loop that the chain ends in."""
-    position = {a: j for j, a in enumerate(args)}
-    seen: dict[int, int] = {}
-    j, r = k, 0
-    while r < rounds:
-        if j in seen:  # on a cycle: skip its whole turns
-            r += (rounds - r) // (r - seen[j]) * (r - seen[j])
-            seen.clear()
-            if r == rounds:
-                break
-        seen[j] = r
-        if yields[j] not in position:
-            return yields[j]
-        j, r = position[yields[j]], r + 1
-    return inits[j]
 
 
 def _rotation_cycles(args, yields) -> dict[int, tuple[int, ...]]:

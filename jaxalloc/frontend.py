@@ -248,7 +248,7 @@ class _Converter:
             return inits
         op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), rounds)
         Builder(InsertPoint.at_end(block)).insert(op)
-        return op.results
+        return _handed_back(op)
 
     def scan(self, block: Block, eqn: core.JaxprEqn, args: list[SSAValue]) -> Sequence[SSAValue]:
         """scan as a counted loop: round i reads xs[i] and writes ys[i] into a carried stacked buffer."""
@@ -284,7 +284,7 @@ class _Converter:
 
         op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), length)
         Builder(InsertPoint.at_end(block)).insert(op)
-        return op.results[1:]
+        return _handed_back(op)[1:]
 
     def cond(self, block: Block, eqn: core.JaxprEqn, args: list[SSAValue]) -> Sequence[SSAValue]:
         index, operands = args[0], args[1:]
@@ -296,6 +296,39 @@ class _Converter:
         op = jx.CaseOp(index, types, branches)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
+
+
+def _handed_back(op: jx.WhileOp) -> list[SSAValue]:
+    """The loop's results, each replaced by the value from before the loop it always is: an init
+    operand a position keeps, or one passed along positions unchanged (a swap, a rotation) for the
+    known number of rounds, or a value from outside the loop a position is handed. Later ops then
+    read that value itself, not a loop result that may or may not be in its memory."""
+    body = op.body.block
+    args, yields = list(body.args), list(body.last_op.operands)
+    position = {a: j for j, a in enumerate(args)}
+    results = []
+    for k, result in enumerate(op.results):
+        j, rounds, seen = k, op.rounds.data if op.rounds is not None else None, {}
+        value = None
+        while value is None:
+            if yields[j] is args[j] or rounds == 0:
+                value = op.inits[j]
+            elif rounds is None or yields[j] not in position and op.is_ancestor(_defining_op(yields[j])):
+                break  # computed in the body, or only running the loop tells which
+            elif yields[j] not in position:
+                value = yields[j]
+            elif j in seen:  # round and round a cycle of positions: skip its whole turns
+                rounds %= seen[j] - rounds
+                seen.clear()
+            else:
+                seen[j] = rounds
+                j, rounds = position[yields[j]], rounds - 1
+        results.append(result if value is None else value)
+    return results
+
+
+def _defining_op(value: SSAValue):
+    return value.owner.parent_op() if isinstance(value.owner, Block) else value.owner
 
 
 def counted_rounds(eqn: core.JaxprEqn) -> int | None:

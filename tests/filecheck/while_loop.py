@@ -42,3 +42,18 @@ print(jaxalloc.planned(count_to_three).lower(jnp.ones(4)))
 # CHECK:         %{{.*}}, %[[Y:.*]] = jx.while(%{{.*}}, %a) : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>) rounds 3 cond {
 # CHECK-NOT:     jx.while
 # CHECK:         jx.yield %[[Y]] : tensor<4xf32>
+
+
+# A result that is always a value from before the loop is that value: a carry the body keeps, a
+# swap run a known number of rounds, a value from outside the loop handed to a position.
+def handed_back(x, y, n):
+    kept, _ = lax.while_loop(lambda s: s[1] < n, lambda s: (s[0], s[1] + 1), (x, 0))
+    swapped = lax.fori_loop(0, 3, lambda i, c: (c[1], c[0]), (x, y))
+    outside = lax.fori_loop(0, 2, lambda i, c: y, x)
+    return kept, swapped, outside
+
+
+print(jaxalloc.planned(handed_back).lower(jnp.ones(4), jnp.zeros(4), 3))
+
+# CHECK-LABEL: jx.func @handed_back(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<i32>)
+# CHECK:         jx.yield %a, %b, %a, %b : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
