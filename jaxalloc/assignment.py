@@ -585,8 +585,9 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
 def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | None:
     """For a value of `block` planned as `plan` that is not where its buffer is: the values it may
     be instead of being in its memory (a loop result in a ring: the init operands read in place
-    before it; a loop result that only passes values on: those; a view of a value from outside
-    the block: that value). None for any other value."""
+    before it, none where the loop says how many rounds it runs; a loop result that only passes
+    values on: those; a view of a value from outside the block: that value; a case result that
+    some branches hand a value from outside the case: those values). None for any other value."""
     if value in plan.may_be:
         return plan.may_be[value]
     root = plan.roots.get(value, value)
@@ -595,8 +596,17 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
     loop = value.owner
     if isinstance(loop, jx.WhileOp) and loop in plan.carries:
         carry = plan.carries[loop][loop.results.index(value)]
+        if loop.rounds is not None and loop.rounds.data >= len(carry.initial):
+            return []  # always in its ring
         if carry.repeat and not carry.passed:
             return [loop.operands[q] for q in carry.initial]
+    case = value.owner
+    if isinstance(case, jx.CaseOp) and case in plan.phis:
+        # a case result viewing, in some branches, a value from outside that case
+        k = case.results.index(value)
+        handed = [case.branches[b].block.last_op.operands[k] for b in plan.phis[case][k]]
+        if handed and not any(_inside(v, case.branches[b].block) for b, v in zip(plan.phis[case][k], handed)):
+            return handed
     return None
 
 

@@ -466,6 +466,21 @@ def test_a_loop_running_other_than_the_rounds_it_says_is_refused():
             planned(X16)
 
 
+def test_a_branch_yielding_a_case_result_that_may_view_an_outside_value_views_it_too():
+    """A nested case whose result is itself a phi: where the inner case hands back the outside value,
+    the outer result views that value too, instead of a copy into the outer result's memory."""
+
+    def nested_case_phi(x, p, q):
+        y = jnp.sin(x)
+        r = lax.cond(p > 0, lambda: lax.cond(q > 0, lambda: y, lambda: y[::-1] + 1.0), lambda: y)
+        return (y - r * 2.0).sum()
+
+    assert jaxalloc.planned(nested_case_phi).plan(X16, 1, 1).check().copies == ()
+    for p, q in ((1, 1), (1, -1), (-1, 1)):
+        for mode in ("arena", "checked"):
+            assert check_program(nested_case_phi, X16, p, q, mode=mode).last_run.copied_bytes == 0
+
+
 def test_a_branch_yielding_what_is_outside_it_makes_the_case_result_a_view_of_that():
     """A view of an argument yielded at two results; a loop result in a branch that may be the
     constant its ring starts from, or the loop's counter (the case result is a view of either)."""
