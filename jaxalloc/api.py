@@ -21,13 +21,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
 from jaxalloc.allocators import get_allocator
-from jaxalloc.errors import UnsupportedProgramError, check_alignment, first_line
+from jaxalloc.compiled import CompiledFunctions, CompiledRun
+from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
 from jaxalloc.sanitizer import CheckedFunctions
 
-MODES = ("arena", "eager", "checked")
+MODES = ("arena", "compiled", "eager", "checked")
 
 _DATA_DEPENDENT = (
     jax.errors.ConcretizationTypeError,
@@ -93,6 +94,8 @@ class _Traced:
     schedules: Schedules = field(default_factory=Schedules)
     plans: dict[tuple[str, int], tuple[Plan, Schedules, dict]] = field(default_factory=dict)
     """Per (allocator, alignment): the plan, and the schedules and op layouts every run of it shares."""
+    kernels: dict[tuple[str, int], CompiledRun] = field(default_factory=dict)
+    """Per (allocator, alignment): the plan compiled into one kernel (`mode="compiled"`)."""
 
     def run(self, flat_args, planned: Planned, listeners) -> tuple[PythonValues, int, int]:
         """Interpret the module on flat arguments, in the arena or eagerly; returns the outputs, the
@@ -105,6 +108,8 @@ class _Traced:
             if key not in self.plans:
                 self.plans[key] = (make_plan(self.converted.module, *key), Schedules(), {})
             plan, schedules, layouts = self.plans[key]
+            if planned.mode == "compiled":
+                return self.run_compiled(key, flat_args)
             run_in = CheckedFunctions if planned.mode == "checked" else ArenaFunctions
             functions = run_in(self.converted.table, schedules, layouts=layouts)
             module, arena_bytes = plan.module, plan.arena_bytes
@@ -113,6 +118,20 @@ class _Traced:
         outputs = interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
         copied = functions.copied_bytes if isinstance(functions, ArenaFunctions) else 0
         return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), arena_bytes, copied
+
+
+    def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            plan, schedules, layouts = self.plans[key]
+            functions = CompiledFunctions(self.converted.table, schedules, layouts=layouts)
+            kernel = self.kernels[key] = CompiledRun(
+                plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions
+            )
+        outputs, copied, wrong_rounds = kernel(flat_args)
+        if wrong_rounds:
+            raise JaxallocError("a jx.while that says how many rounds it runs ran another number: its `rounds` is wrong")
+        return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), kernel.arena_bytes, copied
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:

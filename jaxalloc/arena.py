@@ -248,7 +248,7 @@ def _kernel(op: Binding, in_arena: tuple[bool, ...], in_layouts, written: tuple[
     return kernel
 
 
-def _read(arena: jax.Array, offset: jax.Array, nbytes: int) -> jax.Array:
+def read_bytes(arena: jax.Array, offset: jax.Array, nbytes: int) -> jax.Array:
     """`nbytes` of the arena from `offset`, behind a barrier: XLA would otherwise merge this slice
     with a `dynamic_slice` of the program that reads the value, and the merged slice clamps its
     start to the arena instead of to the value (a wrong answer for out-of-range starts)."""
@@ -260,7 +260,7 @@ def _compile(bind, read: tuple[Layout | None, ...], write: tuple[Layout | None, 
         slots, given = iter(range(len(offsets))), iter(outside)
         inputs = [
             next(given) if layout is None
-            else from_bytes(_read(arena, offsets[next(slots)], layout.nbytes), layout)
+            else from_bytes(read_bytes(arena, offsets[next(slots)], layout.nbytes), layout)
             for layout in read
         ]
         kept = []

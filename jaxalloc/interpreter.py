@@ -199,7 +199,7 @@ class ArenaFunctions(JxFunctions):
         firsts = [k for k, v in enumerate(views) if v.slots.data and not v.initial.data]
         self.arena.current, rounds = op, self.arena.rounds
         rounds.append([op, 0])
-        carried = _replace(args, firsts, self.arena.move(
+        carried = replace(args, firsts, self.arena.move(
             [args[k] for k in firsts], [layouts[k] for k in firsts], [views[k].slots.data[0].offset.data for k in firsts]
         ))
         state, round_ = self._outside(views, 0, self._round(views, 0, args, carried), layouts), 0
@@ -211,7 +211,7 @@ class ArenaFunctions(JxFunctions):
                 round_ += 1
                 self.arena.current, rounds[-1][1] = op, round_
                 ring = [k for k, v in enumerate(views) if isinstance(v.view(round_), SlotAttr)]  # read from a slot
-                carried = _replace(yielded, ring, self.arena.move(
+                carried = replace(yielded, ring, self.arena.move(
                     [yielded[k] for k in ring], [layouts[k] for k in ring], [self._next[k] for k in ring]
                 ))
                 state = self._outside(views, round_, self._round(views, round_, args, carried), layouts)
@@ -257,10 +257,10 @@ class ArenaFunctions(JxFunctions):
         places = [None if branch in v else self.where(p) for p, v in zip(layout.places, views)]
         moved = [k for k, place in enumerate(places) if place is not None]
         self.arena.current = op
-        results = _replace(yielded, moved, self.arena.move(
+        results = replace(yielded, moved, self.arena.move(
             [yielded[k] for k in moved], [layout.outputs[k] for k in moved], [places[k] for k in moved]
         ))
-        results = _replace(results, *_twice(op.branches[branch].block, views, branch, results))
+        results = replace(results, *twice(op.branches[branch].block, views, branch, results))
         # a result kept outside the arena that the branch left in its own memory is read out of it
         return tuple(
             self.arena.copy_out(value, out) if place is None and branch not in phi and isinstance(value, int) else value
@@ -268,7 +268,7 @@ class ArenaFunctions(JxFunctions):
         )
 
 
-def _replace(values: PythonValues, positions: list[int], replacements: PythonValues) -> tuple:
+def replace(values: PythonValues, positions: list[int], replacements: PythonValues) -> tuple:
     """`values` with those at `positions` replaced, in order."""
     result = list(values)
     for k, value in zip(positions, replacements):
@@ -276,7 +276,7 @@ def _replace(values: PythonValues, positions: list[int], replacements: PythonVal
     return tuple(result)
 
 
-def _twice(block: Block, phis, branch: int, results: tuple) -> tuple[list[int], list]:
+def twice(block: Block, phis, branch: int, results: tuple) -> tuple[list[int], list]:
     """A branch yielding one value at several results makes the later ones views of the first
     (`mem.phi`): positions and values to replace."""
     first: dict[SSAValue, int] = {}

@@ -1,0 +1,469 @@
+"""The compiled arena executor (`planned(f, mode="compiled")`): a planned function as one jitted
+kernel over a donated arena.
+
+The xDSL interpreter runs the planned module once per signature under `jax.jit` tracing, so the
+interpreter is the compiler: each op reads its operands out of the arena (a traced `uint8`
+array) at their planned offsets, binds its primitive and writes its results back at theirs.
+`jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each carried
+value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer update),
+so no value moves between rounds. `jx.case` becomes `lax.switch` over the arena. The arena is
+donated to every call and handed back, one buffer updated in place from call to call.
+
+Honest memory: XLA must keep no value anywhere but where the plan put it. After every op that
+writes, the arena goes through `lax.optimization_barrier`, which XLA cannot look through: it can
+neither forward a written value to a later read of the same bytes (that would keep the value
+alive beside the arena) nor move a read of the arena after a later write (that would make it
+copy the whole arena). Every read of the arena is behind a barrier too (`arena.read_bytes`).
+
+A loop's condition runs at the end of the body that precedes it (and once before the loop), so
+that whatever the condition writes into the arena is written in the loop's own carry: XLA would
+copy the arena for a `cond_fun` that writes.
+
+In the kernel a value is `At(offset)` (in the arena; the offset a Python int or, where it depends
+on the round, a traced one), a jax array (outside the arena), or, where a loop or a branch may
+leave it either way, `Either`. Loops carry and branches return each value in one of these kinds,
+guessed from the plan and widened (the loop or switch traced again) where the guess was wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from xdsl.interpreter import Interpreter, PythonValues, impl, impl_callable, register_impls
+from xdsl.ir import Operation
+
+from jaxalloc.arena import Layout, from_bytes, layout_of, read_bytes, to_bytes
+from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
+from jaxalloc.interpreter import ArenaFunctions, JxFunctions, replace, twice
+
+
+@dataclass(frozen=True)
+class At:
+    """A value in the arena at `offset` (a Python int, or a traced int32 where it depends on the round)."""
+
+    offset: Any
+
+
+@dataclass(frozen=True)
+class Either:
+    """A value in the arena at `offset` where `inside` holds, else the array `value`."""
+
+    inside: Any
+    offset: Any
+    value: Any
+
+
+jax.tree_util.register_dataclass(At, data_fields=["offset"], meta_fields=[])
+jax.tree_util.register_dataclass(Either, data_fields=["inside", "offset", "value"], meta_fields=[])
+
+
+def kind_of(value) -> str:
+    return "at" if isinstance(value, At) else "either" if isinstance(value, Either) else "value"
+
+
+class _Widen(Exception):
+    """A loop or branch produced a value of a kind it does not carry: trace it again, wider."""
+
+    def __init__(self, owner: Operation, position: int, kind: str):
+        super().__init__(f"result {position} of {owner.name} needs the kind {kind}")
+        self.owner, self.position, self.kind = owner, position, kind
+
+
+def _join(a: str, b: str) -> str:
+    return a if a == b else "either"
+
+
+def _same(a, b) -> bool:
+    """Whether two offsets are known, while tracing, to be equal."""
+    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
+def _identity(value) -> Any:
+    if isinstance(value, At):
+        return ("at", value.offset if isinstance(value.offset, int) else id(value.offset))
+    return id(value)
+
+
+def _int32(offset) -> jax.Array:
+    return jnp.asarray(offset, jnp.int32)
+
+
+@dataclass(frozen=True)
+class _Ring:
+    """One carried position's multi-view in one run of its loop: the init operands the first rounds
+    read, then a ring of slots (offsets, each `size` bytes), or the value yielded where it is."""
+
+    initial: tuple[int, ...]
+    slots: tuple[Any, ...]
+    size: int
+    yielded: bool
+
+    @property
+    def toggles(self) -> bool:
+        return self.yielded and bool(self.slots)
+
+    def reads_init(self, round_: int) -> int | None:
+        """The init operand round `round_` reads in place, if it reads one (`ViewsAttr.view`)."""
+        if self.initial and (not (self.slots or self.yielded) or round_ < len(self.initial)):
+            return self.initial[round_ % len(self.initial)]
+        return None
+
+    @property
+    def outside(self) -> bool:
+        """Whether the rounds read the value kept outside the arena."""
+        return not (self.initial or self.slots or self.yielded)
+
+    def slot(self, round_):
+        """The slot of the ring that round `round_` reads once it reads no init operand (None: no ring)."""
+        if not self.slots or self.yielded:
+            return None
+        index = (round_ - len(self.initial)) % len(self.slots)
+        if isinstance(round_, int):
+            return self.slots[index]
+        return jnp.stack([_int32(s) for s in self.slots])[index]
+
+    def kind(self, inits) -> str:
+        """The kind of what a round after the first reads, as far as the plan tells."""
+        kinds = {kind_of(inits[i]) for i in self.initial[1:] if self.slots or self.yielded} | (
+            {kind_of(inits[i]) for i in self.initial} if not (self.slots or self.yielded) else set()
+        )
+        if self.slots and not self.yielded:
+            kinds.add("at")
+        elif self.outside:
+            kinds.add("value")
+        elif self.yielded and not kinds:
+            kinds.add("at")  # a guess: widened where the body yields something else
+        return kinds.pop() if len(kinds) == 1 else "either"
+
+    def toggle(self, current):
+        """A toggle ring's next slot: the one the current value is not in."""
+        first, second = self.slots
+        if isinstance(current, At | Either):
+            offset = current.offset
+            inside = (first <= offset) & (offset < first + self.size)
+            if isinstance(current, Either):
+                inside = inside & current.inside
+            if isinstance(inside, bool | np.bool_):
+                return second if inside else first
+            return jnp.where(inside, _int32(second), _int32(first))
+        return first
+
+
+@register_impls
+class CompiledFunctions(ArenaFunctions):
+    """The jx ops traced into one kernel over the arena (see the module docstring)."""
+
+    bytes: Any = None
+    copied: Any = None
+    """Bytes copied so far, as (low 20 bits, the rest in MiB): uint32s that do not overflow."""
+    wrong_rounds: Any = None
+    """Whether a loop that says how many rounds it runs ran another number."""
+    _rings: Sequence[_Ring] = ()
+
+    @property
+    def copied_bytes(self) -> int:
+        return 0
+
+    # -- the arena --------------------------------------------------------------------------------
+
+    def read(self, value, layout: Layout) -> jax.Array:
+        if isinstance(value, At):
+            return from_bytes(read_bytes(self.bytes, value.offset, layout.nbytes), layout)
+        if isinstance(value, Either):
+            arena = self.bytes
+            return lax.cond(
+                value.inside,
+                lambda: from_bytes(read_bytes(arena, value.offset, layout.nbytes), layout),
+                lambda: value.value,
+            )
+        return value
+
+    def write(self, value: jax.Array, layout: Layout, offset) -> At:
+        self.bytes = lax.dynamic_update_slice(self.bytes, to_bytes(value, layout), (offset,))
+        return At(offset)
+
+    def settle(self) -> None:
+        """No read or write of the arena moves across this point, and none sees through it."""
+        self.bytes = lax.optimization_barrier(self.bytes)
+
+    def count(self, nbytes) -> None:
+        low, high = self.copied
+        low = low + jnp.asarray(nbytes, jnp.uint32)
+        self.copied = (low & 0xFFFFF, high + (low >> 20))
+
+    def copy_out(self, value, layout: Layout) -> jax.Array:
+        if isinstance(value, At | Either):
+            self.count(layout.nbytes if isinstance(value, At) else jnp.where(value.inside, layout.nbytes, 0))
+        return self.read(value, layout)
+
+    def move(self, values: Sequence[Any], layouts: Sequence[Layout], places: Sequence[Any]) -> tuple:
+        """`Arena.move`: each value put at its place, every source read before anything is written."""
+        first: dict[tuple, int] = {}
+        for k, (v, p) in enumerate(zip(values, places)):
+            if not (isinstance(v, At) and _same(v.offset, p)):
+                first.setdefault((_identity(v), _identity(At(p))), k)
+        moves = list(first.values())
+        read = [self.read(values[k], layouts[k]) for k in moves]
+        for k, value in zip(moves, read):
+            source, nbytes = values[k], layouts[k].nbytes
+            if isinstance(source, At):
+                nbytes = jnp.where(source.offset != places[k], nbytes, 0)
+            elif isinstance(source, Either):
+                nbytes = jnp.where(source.inside & (source.offset == places[k]), 0, nbytes)
+            self.count(nbytes)
+            self.write(value, layouts[k], places[k])
+        if moves:
+            self.settle()
+        return tuple(v if isinstance(v, At) and _same(v.offset, p) else At(p) for v, p in zip(values, places))
+
+    def encode(self, value, kind: str, layout: Layout, owner: Operation, position: int):
+        """`value` as a loop or branch carries it (`kind`); raises `_Widen` where it cannot be."""
+        have = kind_of(value)
+        if have == kind == "at":
+            return At(_int32(value.offset))
+        if have == kind == "value":
+            return value
+        if kind != "either":
+            raise _Widen(owner, position, "either")
+        if isinstance(value, At):
+            return Either(jnp.bool_(True), _int32(value.offset), from_bytes(jnp.zeros(layout.nbytes, jnp.uint8), layout))
+        if isinstance(value, Either):
+            return Either(jnp.asarray(value.inside, jnp.bool_), _int32(value.offset), value.value)
+        return Either(jnp.bool_(False), jnp.int32(0), value)
+
+    def switch(self, owner: Operation, index, branches: Sequence[Callable], layouts, kinds: list[str]) -> tuple:
+        """`lax.switch` over branches that run in the arena and return located values, each result in
+        the kind `kinds` gives (widened where a branch needs it)."""
+        if len(branches) == 1:
+            return branches[0]()
+        start = (self.bytes, self.copied, self.wrong_rounds)
+
+        def traced(branch):
+            def run(arena, copied, wrong):
+                self.bytes, self.copied, self.wrong_rounds = arena, copied, wrong
+                results = branch()
+                encoded = tuple(self.encode(v, k, l, owner, i) for i, (v, k, l) in enumerate(zip(results, kinds, layouts)))
+                return self.bytes, self.copied, self.wrong_rounds, encoded
+
+            return run
+
+        while True:
+            try:
+                self.bytes, self.copied, self.wrong_rounds, results = lax.switch(index, [traced(b) for b in branches], *start)
+                return results
+            except _Widen as widen:
+                if widen.owner is not owner:
+                    raise
+                kinds[widen.position] = widen.kind
+                self.bytes, self.copied, self.wrong_rounds = start
+
+    # -- ops ------------------------------------------------------------------------------------
+
+    @impl_callable(jx.FuncOp)
+    def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        self.bytes, args = args[0], args[1:]
+        self.copied, self.wrong_rounds = (jnp.uint32(0), jnp.uint32(0)), jnp.bool_(False)
+        self._next, self._rings = (), ()
+        results = JxFunctions.call_func(self, interpreter, op, args)
+        outputs = op.body.block.last_op.operands
+        return tuple(self.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
+
+    @impl(jx.PrimOp)
+    def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
+        layout = self.layouts.get(op) or self.layout(op)
+        places = layout.offsets or tuple(self.where(p) for p in layout.places)
+        binding = self.table[op.key.data]
+        if layout.view and (places[0] is None or isinstance(args[0], At) and _same(args[0].offset, places[0])):
+            source = args[0]
+            if isinstance(source, At):
+                return (source,)  # the operand's bytes, read as the result's type
+            if isinstance(source, Either):
+                return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
+        results = binding.bind(*(self.read(v, l) for v, l in zip(args, layout.inputs)))
+        located = tuple(r if p is None else self.write(r, l, p) for r, p, l in zip(results, places, layout.outputs))
+        if any(p is not None for p in places):
+            self.settle()
+        return located
+
+    @impl(jx.CaseOp)
+    def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
+        layout = self.layout(op)
+        index = lax.convert_element_type(self.read(args[0], layout.inputs[0]), jnp.int32)
+        phis = op.attributes.get("mem.phi")
+        views = [tuple(p.get_values()) for p in phis.data] if phis is not None else [()] * len(op.results)
+        places = [self.where(p) for p in layout.places]
+
+        def branch(k: int) -> Callable:
+            def run() -> tuple:
+                block = op.branches[k].block
+                yielded = self.run_block(interpreter, block, ())
+                moved = [j for j, place in enumerate(places) if place is not None and k not in views[j]]
+                results = replace(yielded, moved, self.move(
+                    [yielded[j] for j in moved], [layout.outputs[j] for j in moved], [places[j] for j in moved]
+                ))
+                results = replace(results, *twice(block, views, k, results))
+                return tuple(
+                    self.copy_out(v, out) if place is None and k not in phi else v
+                    for v, place, phi, out in zip(results, places, views, layout.outputs)
+                )
+
+            return run
+
+        kinds = ["at" if place is not None else "value" for place in places]
+        return self.switch(op, index, [branch(k) for k in range(len(op.branches))], layout.outputs, kinds)
+
+    @impl(jx.WhileOp)
+    def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
+        layouts = self.layout(op).outputs
+        rings = [self.ring(v) for v in op.attributes["mem.views"].data]
+        # where a ring's first slot is the init operand's memory, round 0 reads it there
+        firsts = [k for k, g in enumerate(rings) if g.slots and not g.initial]
+        carried = replace(args, firsts, self.move(
+            [args[k] for k in firsts], [layouts[k] for k in firsts], [rings[k].slots[0] for k in firsts]
+        ))
+        state = self.arrive(rings, 0, args, carried, layouts)
+        go = self.test(interpreter, op, state)
+        kinds = [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)]
+
+        def body(carry):
+            self.bytes, self.copied, self.wrong_rounds, round_, _, state = carry
+            following = self.step(interpreter, op, rings, args, layouts, round_, state)
+            go = self.test(interpreter, op, following)
+            return self.bytes, self.copied, self.wrong_rounds, round_ + 1, go, self.encode_all(op, following, kinds, layouts)
+
+        start = (self.bytes, self.copied, self.wrong_rounds)
+        while True:
+            try:
+                carry = (*start, jnp.int32(0), go, self.encode_all(op, state, kinds, layouts))
+                self.bytes, self.copied, self.wrong_rounds, rounds, _, state = lax.while_loop(lambda c: c[4], body, carry)
+                break
+            except _Widen as widen:
+                if widen.owner is not op:
+                    raise
+                kinds[widen.position] = widen.kind
+                self.bytes, self.copied, self.wrong_rounds = start
+        if op.rounds is not None:
+            self.wrong_rounds = self.wrong_rounds | (rounds != op.rounds.data)
+        return state
+
+    def encode_all(self, owner: Operation, values, kinds, layouts) -> tuple:
+        return tuple(self.encode(v, k, l, owner, i) for i, (v, k, l) in enumerate(zip(values, kinds, layouts)))
+
+    def ring(self, views: ViewsAttr) -> _Ring:
+        """A multi-view in the round being run of the enclosing loop (`ViewsAttr.within`)."""
+        initial = tuple(i.data for i in views.initial.data)
+        slots = views.slots.data
+        if not any(isinstance(s, NextAttr) for s in slots):
+            size = slots[0].size.data if slots else 0
+            return _Ring(initial, tuple(s.offset.data for s in slots), size, bool(views.yielded.data))
+        position = slots[0].position.data
+        base = self._next[position]
+        if base is None:
+            return _Ring(initial, (), 0, True)
+        size = self._rings[position].size // len(slots)
+        return _Ring(initial, tuple(base + i * size for i in range(len(slots))), size, False)
+
+    def arrive(self, rings, round_, inits, carried, layouts) -> tuple:
+        """Where each carried value is in round `round_` (`ArenaFunctions._round` and `_outside`): an
+        init operand, a ring slot, the value yielded, or that value read out of the arena. A traced
+        round is at least 1."""
+        state = []
+        for ring, value, layout in zip(rings, carried, layouts):
+            firsts = [inits[i] for i in ring.initial]
+            if isinstance(round_, int):
+                if ring.reads_init(round_) is not None:
+                    value = inits[ring.reads_init(round_)]
+            elif not ring.slots and not ring.yielded:
+                if firsts:  # a rotation of init operands
+                    value = self.pick(firsts, round_ % len(firsts), layout)
+            elif len(firsts) > 1:  # init operands first, for as many rounds as they are
+                value = self.pick([*firsts, value], jnp.minimum(round_, len(firsts)), layout)
+            if ring.outside and isinstance(value, At | Either):
+                value = self.copy_out(value, layout)  # kept outside the arena
+            state.append(value)
+        return tuple(state)
+
+    def pick(self, candidates: list, index, layout: Layout):
+        """The candidate at a traced index."""
+        kinds = {kind_of(c) for c in candidates}
+        if kinds == {"at"}:
+            return At(jnp.stack([_int32(c.offset) for c in candidates])[index])
+        if kinds == {"value"}:
+            return lax.select_n(index, *candidates) if len(candidates) > 1 else candidates[0]
+        wide = [self.encode(c, "either", layout, None, 0) for c in candidates]
+        outside = [w.value for c, w in zip(candidates, wide) if not isinstance(c, At)]
+        value = outside[0] if len(outside) == 1 else jax.tree.map(lambda *v: jnp.stack(v)[index], *[w.value for w in wide])
+        return Either(jnp.stack([w.inside for w in wide])[index], jnp.stack([w.offset for w in wide])[index], value)
+
+    def test(self, interpreter: Interpreter, op: jx.WhileOp, state: tuple) -> jax.Array:
+        """The loop's condition on `state`, as a traced bool."""
+        value = self.run_block(interpreter, op.cond.block, state)[0]
+        return jnp.asarray(self.read(value, layout_of(op.cond.block.last_op.operands[0].type)), jnp.bool_)
+
+    def step(self, interpreter: Interpreter, op: jx.WhileOp, rings, inits, layouts, round_, state) -> tuple:
+        """Run the body in (traced) round `round_`; where each value is in the next round."""
+        outer = self._next, self._rings
+        self._rings = rings
+        self._next = tuple(g.toggle(s) if g.toggles else g.slot(round_ + 1) for g, s in zip(rings, state))
+        try:
+            yielded = self.run_block(interpreter, op.body.block, state)
+            ring = [k for k, g in enumerate(rings) if g.slots and not g.yielded]
+            carried = replace(yielded, ring, [
+                self.place(yielded[k], layouts[k], self._next[k], _due(rings[k], round_ + 1)) for k in ring
+            ])
+        finally:
+            self._next, self._rings = outer
+        return self.arrive(rings, round_ + 1, inits, carried, layouts)
+
+    def place(self, value, layout: Layout, offset, due):
+        """`value` moved to a ring slot where the next round reads that slot (`due`; traced where the
+        next round may still read an init operand)."""
+        if isinstance(value, At) and _same(value.offset, offset):
+            return value
+        if isinstance(due, bool):
+            return self.move([value], [layout], [offset])[0]
+        # rounds that still read init operands read no slot: the value is not moved then
+        return self.switch(None, lax.convert_element_type(due, jnp.int32),
+                           [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], ["either"])[0]
+
+
+def _due(ring: _Ring, round_):
+    """Whether round `round_` (at least 1) reads the ring rather than an init operand."""
+    return True if len(ring.initial) <= 1 else round_ >= len(ring.initial)
+
+
+class CompiledRun:
+    """One planned module as one jitted function over a persistent, donated arena."""
+
+    def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions):
+        self.arena_bytes = arena_bytes
+        self._arena: jax.Array | None = None
+
+        def kernel(arena, *args):
+            functions.bytes = arena
+            interpreter = Interpreter(module)
+            interpreter.register_implementations(functions)
+            outputs = interpreter.call_op(func_name, (arena, *args))
+            low, high = functions.copied
+            return functions.bytes, (low, high), functions.wrong_rounds, outputs
+
+        self.kernel = jax.jit(kernel, donate_argnums=0)
+
+    def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
+        """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
+        if self._arena is None:
+            self._arena = jnp.zeros((self.arena_bytes,), jnp.uint8)
+        arena, (low, high), wrong, outputs = self.kernel(self._arena, *args)
+        self._arena = arena
+        return outputs, int(low) + (int(high) << 20), bool(wrong)
+
+    @property
+    def arena(self) -> jax.Array | None:
+        return self._arena
