@@ -105,11 +105,11 @@ class _Traced:
             module, arena_bytes = self.converted.module, 0
         else:
             key = (planned.allocator, planned.alignment)
+            if planned.mode == "compiled":
+                return self.run_compiled(key, flat_args)
             if key not in self.plans:
                 self.plans[key] = (make_plan(self.converted.module, *key), Schedules(), {})
             plan, schedules, layouts = self.plans[key]
-            if planned.mode == "compiled":
-                return self.run_compiled(key, flat_args)
             run_in = CheckedFunctions if planned.mode == "checked" else ArenaFunctions
             functions = run_in(self.converted.table, schedules, layouts=layouts)
             module, arena_bytes = plan.module, plan.arena_bytes
@@ -119,12 +119,13 @@ class _Traced:
         copied = functions.copied_bytes if isinstance(functions, ArenaFunctions) else 0
         return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), arena_bytes, copied
 
-
     def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
         kernel = self.kernels.get(key)
         if kernel is None:
-            plan, schedules, layouts = self.plans[key]
-            functions = CompiledFunctions(self.converted.table, schedules, layouts=layouts)
+            # outputs inside the arena: a value computed out of the arena and kept beside it until
+            # the kernel returns would make XLA copy the arena to keep reading it after later writes
+            plan = make_plan(self.converted.module, *key, include_outputs=True)
+            functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
             kernel = self.kernels[key] = CompiledRun(
                 plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions
             )

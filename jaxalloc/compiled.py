@@ -9,11 +9,18 @@ value at its multi-view's slot for `r`, an offset computed from the round (NNC's
 so no value moves between rounds. `jx.case` becomes `lax.switch` over the arena. The arena is
 donated to every call and handed back, one buffer updated in place from call to call.
 
-Honest memory: XLA must keep no value anywhere but where the plan put it. After every op that
-writes, the arena goes through `lax.optimization_barrier`, which XLA cannot look through: it can
-neither forward a written value to a later read of the same bytes (that would keep the value
-alive beside the arena) nor move a read of the arena after a later write (that would make it
-copy the whole arena). Every read of the arena is behind a barrier too (`arena.read_bytes`).
+Honest memory: XLA must update the arena in place and keep values where the plan put them.
+Offsets are constants in the kernel, so XLA may forward a value written at one offset to a later
+read of the same offset (the value then also lives in a temp buffer until that read); the kernel's
+temp size, which `benchmarks/speed.py` reports per program, bounds what that costs. What XLA must not do is copy the arena, which it does where a write into the arena
+does not depend on a read of the bytes before it, for it orders work by data alone (on the CPU
+`lax.optimization_barrier` is gone before fusion, so it orders nothing). So every value computed
+out of the arena goes back into it: the plan keeps outputs inside the arena, and a move of values
+between slots reads each source just before it writes it, where no source can lie where an
+earlier move writes. Every read of the arena is behind a barrier of its own (`arena.read_bytes`),
+so XLA cannot merge the arena slice with a program's `dynamic_slice` of the value (the merged
+slice would clamp its start to the arena, not to the value). `benchmarks/speed.py` counts the
+arena copies left in each compiled kernel.
 
 A loop's condition runs at the end of the body that precedes it (and once before the loop), so
 that whatever the condition writes into the arena is written in the loop's own carry: XLA would
@@ -83,6 +90,22 @@ def _join(a: str, b: str) -> str:
 def _same(a, b) -> bool:
     """Whether two offsets are known, while tracing, to be equal."""
     return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
+def _apart(sources, places, sizes) -> bool:
+    """Whether no source of a move can lie where an earlier one writes (known while tracing)."""
+    if len(sources) < 2:
+        return True
+    if not all(isinstance(p, int) for p in places):
+        return False
+    for k, source in enumerate(sources):
+        if isinstance(source, Either) or isinstance(source, At) and not isinstance(source.offset, int):
+            return False
+        if isinstance(source, At) and any(
+            p < source.offset + sizes[k] and source.offset < p + n for p, n in zip(places[:k], sizes[:k])
+        ):
+            return False
+    return True
 
 
 def _identity(value) -> Any:
@@ -185,13 +208,18 @@ class CompiledFunctions(ArenaFunctions):
             )
         return value
 
+    @property
+    def threaded(self) -> tuple:
+        """What every op may update, threaded through loops and branches."""
+        return self.bytes, self.copied, self.wrong_rounds
+
+    @threaded.setter
+    def threaded(self, values: tuple) -> None:
+        self.bytes, self.copied, self.wrong_rounds = values
+
     def write(self, value: jax.Array, layout: Layout, offset) -> At:
         self.bytes = lax.dynamic_update_slice(self.bytes, to_bytes(value, layout), (offset,))
         return At(offset)
-
-    def settle(self) -> None:
-        """No read or write of the arena moves across this point, and none sees through it."""
-        self.bytes = lax.optimization_barrier(self.bytes)
 
     def count(self, nbytes) -> None:
         low, high = self.copied
@@ -204,13 +232,19 @@ class CompiledFunctions(ArenaFunctions):
         return self.read(value, layout)
 
     def move(self, values: Sequence[Any], layouts: Sequence[Layout], places: Sequence[Any]) -> tuple:
-        """`Arena.move`: each value put at its place, every source read before anything is written."""
+        """`Arena.move`: each value put at its place, as if every source were read before anything is
+        written. Where no source can lie where an earlier move writes, each is read just before it
+        is written: XLA orders work by data alone, and a read of the arena that no later write
+        depends on makes it copy the whole arena to keep the bytes it reads."""
         first: dict[tuple, int] = {}
         for k, (v, p) in enumerate(zip(values, places)):
             if not (isinstance(v, At) and _same(v.offset, p)):
                 first.setdefault((_identity(v), _identity(At(p))), k)
         moves = list(first.values())
-        read = [self.read(values[k], layouts[k]) for k in moves]
+        if _apart([values[k] for k in moves], [places[k] for k in moves], [layouts[k].nbytes for k in moves]):
+            read = [None] * len(moves)
+        else:
+            read = [self.read(values[k], layouts[k]) for k in moves]
         for k, value in zip(moves, read):
             source, nbytes = values[k], layouts[k].nbytes
             if isinstance(source, At):
@@ -218,9 +252,7 @@ class CompiledFunctions(ArenaFunctions):
             elif isinstance(source, Either):
                 nbytes = jnp.where(source.inside & (source.offset == places[k]), 0, nbytes)
             self.count(nbytes)
-            self.write(value, layouts[k], places[k])
-        if moves:
-            self.settle()
+            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k])
         return tuple(v if isinstance(v, At) and _same(v.offset, p) else At(p) for v, p in zip(values, places))
 
     def encode(self, value, kind: str, layout: Layout, owner: Operation, position: int):
@@ -243,26 +275,25 @@ class CompiledFunctions(ArenaFunctions):
         the kind `kinds` gives (widened where a branch needs it)."""
         if len(branches) == 1:
             return branches[0]()
-        start = (self.bytes, self.copied, self.wrong_rounds)
+        start = self.threaded
 
         def traced(branch):
-            def run(arena, copied, wrong):
-                self.bytes, self.copied, self.wrong_rounds = arena, copied, wrong
+            def run(threaded):
+                self.threaded = threaded
                 results = branch()
-                encoded = tuple(self.encode(v, k, l, owner, i) for i, (v, k, l) in enumerate(zip(results, kinds, layouts)))
-                return self.bytes, self.copied, self.wrong_rounds, encoded
+                return self.threaded, self.encode_all(owner, results, kinds, layouts)
 
             return run
 
         while True:
             try:
-                self.bytes, self.copied, self.wrong_rounds, results = lax.switch(index, [traced(b) for b in branches], *start)
+                self.threaded, results = lax.switch(index, [traced(b) for b in branches], start)
                 return results
             except _Widen as widen:
                 if widen.owner is not owner:
                     raise
                 kinds[widen.position] = widen.kind
-                self.bytes, self.copied, self.wrong_rounds = start
+                self.threaded = start
 
     # -- ops ------------------------------------------------------------------------------------
 
@@ -286,10 +317,9 @@ class CompiledFunctions(ArenaFunctions):
                 return (source,)  # the operand's bytes, read as the result's type
             if isinstance(source, Either):
                 return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
-        results = binding.bind(*(self.read(v, l) for v, l in zip(args, layout.inputs)))
+        inputs = tuple(self.read(v, l) for v, l in zip(args, layout.inputs))
+        results = binding.bind(*inputs)
         located = tuple(r if p is None else self.write(r, l, p) for r, p, l in zip(results, places, layout.outputs))
-        if any(p is not None for p in places):
-            self.settle()
         return located
 
     @impl(jx.CaseOp)
@@ -333,22 +363,22 @@ class CompiledFunctions(ArenaFunctions):
         kinds = [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)]
 
         def body(carry):
-            self.bytes, self.copied, self.wrong_rounds, round_, _, state = carry
+            self.threaded, round_, _, state = carry
             following = self.step(interpreter, op, rings, args, layouts, round_, state)
             go = self.test(interpreter, op, following)
-            return self.bytes, self.copied, self.wrong_rounds, round_ + 1, go, self.encode_all(op, following, kinds, layouts)
+            return self.threaded, round_ + 1, go, self.encode_all(op, following, kinds, layouts)
 
-        start = (self.bytes, self.copied, self.wrong_rounds)
+        start = self.threaded
         while True:
             try:
-                carry = (*start, jnp.int32(0), go, self.encode_all(op, state, kinds, layouts))
-                self.bytes, self.copied, self.wrong_rounds, rounds, _, state = lax.while_loop(lambda c: c[4], body, carry)
+                carry = (start, jnp.int32(0), go, self.encode_all(op, state, kinds, layouts))
+                self.threaded, rounds, _, state = lax.while_loop(lambda c: c[2], body, carry)
                 break
             except _Widen as widen:
                 if widen.owner is not op:
                     raise
                 kinds[widen.position] = widen.kind
-                self.bytes, self.copied, self.wrong_rounds = start
+                self.threaded = start
         if op.rounds is not None:
             self.wrong_rounds = self.wrong_rounds | (rounds != op.rounds.data)
         return state
