@@ -45,7 +45,7 @@ class RunStats:
 
     mode: str
     ops: int
-    """Ops interpreted, the ops of every loop round counted."""
+    """Ops interpreted, the ops of every loop round counted (0 in compiled mode, which runs one kernel)."""
     seconds: float
     arena_bytes: int = 0
     """Size of the arena the run used (0 in eager mode)."""
@@ -364,7 +364,9 @@ def planned(
     Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `static_argnums` /
     `static_argnames` mark arguments static as `jax.jit` does (hashable Python values such as sizes:
     part of the signature, never traced). `mode="arena"` (the
-    default) runs every planned value inside one arena at its planned offset; `mode="checked"` runs
+    default) runs every planned value inside one arena at its planned offset, op by op;
+    `mode="compiled"` runs the same plan (with the outputs inside the arena) as one jitted kernel
+    over a donated arena, loops and branches included, at a fraction of op-by-op's cost; `mode="checked"` runs
     in the arena with shadow memory, checking that every read finds the value it expects (raises
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
     jax arrays. `measure_memory=True` samples the bytes in use after every op into

@@ -34,6 +34,7 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -497,3 +498,11 @@ class CompiledRun:
     @property
     def arena(self) -> jax.Array | None:
         return self._arena
+
+    def executable(self, args: Sequence[Any]):
+        """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
+        return self.kernel.lower(self._arena, *args).compile()
+
+    def arena_copies(self, executable) -> int:
+        """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place."""
+        return len(re.findall(rf"u8\[{self.arena_bytes}\]\{{0\}} copy\(", executable.as_text()))

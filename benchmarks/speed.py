@@ -1,0 +1,142 @@
+"""Speed of planned functions against `jax.jit`: the compiled arena kernel and the op-by-op arena.
+
+Per program: warm calls (best of `--repeats` after the first) of `jax.jit`, of the compiled arena
+(`mode="compiled"`) and of the op-by-op arena (`mode="arena"`), the first call of each (tracing,
+planning, compiling), and the ratios to jit; then the compiled kernel's own temp memory
+(`memory_analysis()`, beside its arena), the largest single op's operands and results (what that
+temp may be), and the copies of the arena XLA put in the kernel (0 when it updates the arena in
+place). Ends with the geometric mean of the warm ratios. Prints Markdown tables.
+
+    python benchmarks/speed.py [--programs MLP,LSTM] [--repeats N] [--no-op-by-op]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+import models
+from jaxalloc import planned
+from jaxalloc.arena import layout_of
+from jaxalloc.dialects import jx
+from programs import programs
+
+
+def adaptive_ode_solve(y0, omega):
+    """diffrax: a forced, lightly damped oscillator over many periods, Tsit5 with an adaptive PID
+    step controller at tight tolerances: thousands of loop rounds of small ops."""
+    import diffrax
+
+    def field(t, y, omega):
+        x, v = y[0], y[1]
+        return jnp.stack([v, -(omega**2) * x - 0.01 * v + jnp.sin(t)])
+
+    solution = diffrax.diffeqsolve(
+        diffrax.ODETerm(field), diffrax.Tsit5(), t0=0.0, t1=200.0, dt0=0.01, y0=y0, args=omega,
+        stepsize_controller=diffrax.PIDController(rtol=1e-7, atol=1e-9), max_steps=20_000,
+    )
+    return solution.ys[-1], solution.stats["num_steps"]
+
+
+def benchmark_programs() -> list[tuple[str, Callable, tuple]]:
+    return [
+        *programs(),
+        ("adaptive ODE solve (diffrax)", adaptive_ode_solve, (jnp.array([1.0, 0.0]), jnp.float32(3.0))),
+    ]
+
+
+def best_time(fn: Callable, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def first_time(fn: Callable) -> float:
+    start = time.perf_counter()
+    jax.block_until_ready(fn())
+    return time.perf_counter() - start
+
+
+def largest_op_bytes(module) -> int:
+    """The most bytes one op reads and writes: its operands and results."""
+    return max(
+        (sum(layout_of(v.type).nbytes for v in (*op.operands, *op.results)) for op in module.walk() if isinstance(op, jx.PrimOp)),
+        default=0,
+    )
+
+
+def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> dict:
+    jitted = jax.jit(fn)
+    compiled = planned(fn, mode="compiled")
+    row = {"jit first": first_time(lambda: jitted(*args)), "compiled first": first_time(lambda: compiled(*args))}
+    row["jit"] = best_time(lambda: jitted(*args), repeats)
+    row["compiled"] = best_time(lambda: compiled(*args), repeats)
+    row["copied"] = compiled.last_run.copied_bytes
+    if op_by_op:
+        arena = planned(fn, mode="arena")
+        row["arena first"] = first_time(lambda: arena(*args))
+        row["arena"] = best_time(lambda: arena(*args), max(1, min(repeats, 2)))
+    (traced,) = compiled._cache.values()
+    (kernel,) = traced.kernels.values()
+    executable = kernel.executable(jax.tree_util.tree_leaves(args))
+    row["arena bytes"] = kernel.arena_bytes
+    row["temp"] = executable.memory_analysis().temp_size_in_bytes
+    row["largest op"] = largest_op_bytes(traced.converted.module)
+    row["arena copies"] = kernel.arena_copies(executable)
+    return row
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f}"
+
+
+def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
+    header = ["program", "jit ms", "compiled ms", "compiled / jit"]
+    if op_by_op:
+        header += ["op-by-op ms", "op-by-op / jit"]
+    header += ["jit first s", "compiled first s", "first / jit first"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
+    for name, r in rows:
+        cells = [name, _ms(r["jit"]), _ms(r["compiled"]), f"{r['compiled'] / r['jit']:.2f}"]
+        if op_by_op:
+            cells += [_ms(r["arena"]), f"{r['arena'] / r['jit']:.1f}"]
+        cells += [f"{r['jit first']:.2f}", f"{r['compiled first']:.2f}", f"{r['compiled first'] / r['jit first']:.2f}"]
+        print("| " + " | ".join(cells) + " |")
+    warm = [r["compiled"] / r["jit"] for _, r in rows]
+    first = [r["compiled first"] / r["jit first"] for _, r in rows]
+    print(f"\ncompiled / jit, warm: geometric mean {math.prod(warm) ** (1 / len(warm)):.2f}, most {max(warm):.2f}; "
+          f"first call: geometric mean {math.prod(first) ** (1 / len(first)):.2f}, most {max(first):.2f}\n")
+    print("| program | arena | kernel temp | largest op | arena copies in the kernel | copied bytes |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, r in rows:
+        print(f"| {name} | {r['arena bytes']:,} | {r['temp']:,} | {r['largest op']:,} | {r['arena copies']} | {r['copied']:,} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", help="comma-separated parts of program names to run (default: all)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-op-by-op", dest="op_by_op", action="store_false", help="skip the op-by-op arena")
+    options = parser.parse_args()
+    wanted = options.programs.split(",") if options.programs else None
+    rows = []
+    for name, fn, args in benchmark_programs():
+        if wanted and not any(w.lower() in name.lower() for w in wanted):
+            continue
+        rows.append((name, measure(fn, args, options.repeats, options.op_by_op)))
+        print(f"measured {name}", flush=True)
+    print()
+    print_tables(rows, options.op_by_op)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""The compiled arena executor (`mode="compiled"`): the corpus, random and library programs through
+the differential check, and what makes its memory honest (the arena donated and updated in place,
+no copy of it in the kernel)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from corpus_programs import PROGRAMS as CORPUS
+from differential import check_program
+from jax import lax
+from library_programs import PROGRAMS as LIBRARY
+from random_programs import random_program
+from test_random_programs import CopiedBytes, check_random_program
+
+import jaxalloc
+
+RANDOM_SEEDS = range(20)
+"""Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more."""
+
+LIBRARY_COMPILED = ("nnx_lstm_rnn", "eqx_gru_scan", "optax_adamw_scheduled_loop", "diffrax_neural_ode")
+"""Library programs checked compiled here (scans, a training loop, an adaptive ODE solve): each
+kernel takes XLA seconds to compile, and the suite has a time budget; `test_library_corpus`
+runs the whole library in the other modes."""
+
+
+def _kernel(planned: jaxalloc.Planned):
+    (traced,) = planned._cache.values()
+    (kernel,) = traced.kernels.values()
+    return kernel
+
+
+@pytest.mark.parametrize("program", CORPUS, ids=lambda p: p.name)
+def test_corpus_program_compiled(program):
+    planned = check_program(program.fn, *program.make_args(), mode="compiled", name=program.name)
+    assert (planned.last_run.mode, planned.last_run.copied_bytes) == ("compiled", 0)
+
+
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_random_program_compiled(seed):
+    program = random_program(seed)
+    try:
+        check_random_program(program, mode="compiled")
+    except CopiedBytes as e:
+        pytest.xfail(f"seed {seed}: {e}")
+    except Exception as e:
+        raise AssertionError(f"random program of seed {seed} failed:\n{program.describe()}") from e
+
+
+@pytest.mark.parametrize("program", [p for p in LIBRARY if p.name in LIBRARY_COMPILED], ids=lambda p: p.name)
+def test_library_program_compiled(program):
+    planned = check_program(program.fn, *program.make_args(), mode="compiled")
+    assert planned.last_run.copied_bytes == 0
+
+
+def _step(w, x):
+    """A training step with a scanned recurrence: loops, outputs that update arguments."""
+
+    def loss(w):
+        def cell(h, xt):
+            h = jnp.tanh(h @ w + xt)
+            return h, h.sum()
+
+        _, sums = lax.scan(cell, jnp.zeros(x.shape[1:]), x)
+        return (sums**2).mean()
+
+    value, grad = jax.value_and_grad(loss)(w)
+    return value, w - 0.1 * grad
+
+
+STEP_ARGS = (jnp.eye(16) * 0.5, jnp.linspace(-1.0, 1.0, 8 * 4 * 16).reshape(8, 4, 16))
+
+
+def test_the_arena_is_donated_and_updated_in_place():
+    planned = jaxalloc.planned(_step, mode="compiled")
+    planned(*STEP_ARGS)
+    arena = _kernel(planned).arena
+    before = arena.unsafe_buffer_pointer()
+    planned(*STEP_ARGS)
+    assert arena.is_deleted()  # donated to the call
+    assert _kernel(planned).arena.unsafe_buffer_pointer() == before
+
+
+def test_the_kernel_never_copies_the_arena():
+    planned = jaxalloc.planned(_step, mode="compiled")
+    planned(*STEP_ARGS)
+    kernel = _kernel(planned)
+    executable = kernel.executable(jax.tree_util.tree_leaves(STEP_ARGS))
+    assert "jit(kernel)/while" in executable.as_text()
+    assert kernel.arena_copies(executable) == 0
+
+
+def test_a_compiled_call_reports_its_arena_and_copies():
+    planned = jaxalloc.planned(_step, mode="compiled")
+    planned(*STEP_ARGS)
+    run = planned.last_run
+    assert run.mode == "compiled" and run.copied_bytes == 0
+    assert run.arena_bytes == planned.plan(*STEP_ARGS, include_outputs=True).arena_bytes
