@@ -200,13 +200,9 @@ class CompiledFunctions(ArenaFunctions):
     def read(self, value, layout: Layout) -> jax.Array:
         if isinstance(value, At):
             return from_bytes(read_bytes(self.bytes, value.offset, layout.nbytes), layout)
-        if isinstance(value, Either):
-            arena = self.bytes
-            return lax.cond(
-                value.inside,
-                lambda: from_bytes(read_bytes(arena, value.offset, layout.nbytes), layout),
-                lambda: value.value,
-            )
+        if isinstance(value, Either):  # both read, one chosen: a branch over the arena would need all of it
+            inside = from_bytes(read_bytes(self.bytes, value.offset, layout.nbytes), layout)
+            return jax.tree.map(lambda a, b: lax.select(jnp.broadcast_to(value.inside, a.shape), a, b), inside, value.value)
         return value
 
     @property
