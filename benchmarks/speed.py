@@ -20,10 +20,10 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-import models
 from jaxalloc import planned
 from jaxalloc.arena import layout_of
 from jaxalloc.dialects import jx
+from interpreter_overhead import best_time
 from programs import programs
 
 
@@ -48,15 +48,6 @@ def benchmark_programs() -> list[tuple[str, Callable, tuple]]:
         *programs(),
         ("adaptive ODE solve (diffrax)", adaptive_ode_solve, (jnp.array([1.0, 0.0]), jnp.float32(3.0))),
     ]
-
-
-def best_time(fn: Callable, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def first_time(fn: Callable) -> float:
