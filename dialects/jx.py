@@ -384,6 +384,26 @@ class CaseOp(IRDLOperation):
 
 
 @irdl_op_definition
+class FusedOp(IRDLOperation):
+    """Ops run as one kernel (`jx-fuse`): the body's block arguments are the operands, its yield the
+    results. Only the results are planned; the values inside live in the kernel's registers."""
+
+    name = "jx.fused"
+
+    args = var_operand_def()
+    res = var_result_def()
+    body = region_def("single_block")
+
+    def __init__(self, args: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[args], result_types=[result_types], regions=[body])
+
+    def verify_(self) -> None:
+        if tuple(a.type for a in self.body.block.args) != tuple(v.type for v in self.args):
+            raise VerifyException("jx.fused block arguments must have the types of its operands")
+        _verify_yield(self.body.block, tuple(r.type for r in self.res), "jx.fused body")
+
+
+@irdl_op_definition
 class YieldOp(IRDLOperation):
     """Ends a function, a loop condition or body, or a case branch, handing values to its parent."""
 
@@ -393,10 +413,10 @@ class YieldOp(IRDLOperation):
 
     assembly_format = "attr-dict ($args^ `:` type($args))?"
 
-    traits = traits_def(IsTerminator(), HasParent(FuncOp, WhileOp, CaseOp))
+    traits = traits_def(IsTerminator(), HasParent(FuncOp, WhileOp, CaseOp, FusedOp))
 
     def __init__(self, *args: SSAValue):
         super().__init__(operands=[args])
 
 
-JX = Dialect("jx", [FuncOp, PrimOp, ConstOp, WhileOp, CaseOp, YieldOp], [KeyType])
+JX = Dialect("jx", [FuncOp, PrimOp, ConstOp, WhileOp, CaseOp, FusedOp, YieldOp], [KeyType])

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 from jax._src import api_util, core
 from jax._src.lax import lax as lax_internal
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
@@ -24,11 +25,15 @@ from jaxalloc.allocators import get_allocator
 from jaxalloc.compiled import CompiledFunctions, CompiledRun
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.frontend import Converted, convert
+from jaxalloc.fusion import FusePass
 from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
 from jaxalloc.sanitizer import CheckedFunctions
 
 MODES = ("arena", "compiled", "eager", "checked")
+
+PASSES = {"jx-fuse": FusePass}
+"""The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
 
 _DATA_DEPENDENT = (
     jax.errors.ConcretizationTypeError,
@@ -221,9 +226,15 @@ class Planned:
         measure_memory: bool = False,
         static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Iterable[str] | None = None,
+        passes: Sequence[str] = (),
     ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        passes = (passes,) if isinstance(passes, str) else tuple(passes)
+        for name in passes:
+            if name not in PASSES:
+                raise ValueError(f"unknown pass {name!r}; choose from {', '.join(PASSES)}")
+        self.passes = passes
         get_allocator(allocator)
         alignment = check_alignment(alignment)
         functools.update_wrapper(self, fun)
@@ -272,7 +283,10 @@ class Planned:
             raise _tracing_error(name, e) from (None if _needs_static(e) else e)
         closed, out_tree = traced.jaxpr, jax.tree_util.tree_structure(traced.out_info)
         func_name = name if name.isidentifier() else "main"
-        return _Traced(closed, out_tree, convert(closed, func_name))
+        converted = convert(closed, func_name)
+        for pass_name in self.passes:
+            PASSES[pass_name]().apply(Context(), converted.module)
+        return _Traced(closed, out_tree, converted)
 
     def trace(self, *args, **kwargs) -> core.ClosedJaxpr:
         """The ClosedJaxpr this function traces to for these arguments."""
@@ -333,6 +347,7 @@ def planned(
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
+    passes: Sequence[str] = (),
 ) -> Planned: ...
 @overload
 def planned(
@@ -345,6 +360,7 @@ def planned(
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
+    passes: Sequence[str] = (),
 ) -> Callable[[Callable], Planned]: ...
 
 
@@ -358,6 +374,7 @@ def planned(
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
+    passes: Sequence[str] = (),
 ):
     """Trace `fun` to a jx module (once per input signature), plan it, and run it op by op, like `jax.jit`.
 
@@ -370,7 +387,8 @@ def planned(
     in the arena with shadow memory, checking that every read finds the value it expects (raises
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
     jax arrays. `measure_memory=True` samples the bytes in use after every op into
-    `last_run`.
+    `last_run`. `passes=("jx-fuse",)` runs those jx passes on the module before it is planned
+    (`jx-fuse`: elementwise chains become one `jx.fused` op, planned and run as one kernel).
     """
     options = dict(
         static_argnums=static_argnums,
@@ -379,6 +397,7 @@ def planned(
         allocator=allocator,
         alignment=alignment,
         measure_memory=measure_memory,
+        passes=passes,
     )
     if fun is None:
         return functools.partial(planned, **options)

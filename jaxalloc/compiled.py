@@ -303,11 +303,10 @@ class CompiledFunctions(ArenaFunctions):
         outputs = op.body.block.last_op.operands
         return tuple(self.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
 
-    @impl(jx.PrimOp)
-    def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
+    def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
         layout = self.layouts.get(op) or self.layout(op)
         places = layout.offsets or tuple(self.where(p) for p in layout.places)
-        binding = self.table[op.key.data]
+        binding = self.binding(op)
         if layout.view and (places[0] is None or isinstance(args[0], At) and _same(args[0].offset, places[0])):
             source = args[0]
             if isinstance(source, At):

@@ -43,10 +43,12 @@ VIEWS = frozenset({"reshape", "squeeze", "bitcast_convert_type"})
 
 def in_place_candidates(op: Operation) -> tuple[int, ...]:
     """Operand positions whose memory the op's single result may take, first choice first."""
-    if not isinstance(op, jx.PrimOp) or len(op.res) != 1:
+    if isinstance(op, jx.FusedOp) and len(op.res) == 1 and all(_maps_elements(inner) for inner in op.body.block.ops):
+        name, result = "add", op.res[0]  # an elementwise chain: the rule of one elementwise op
+    elif not isinstance(op, jx.PrimOp) or len(op.res) != 1:
         return ()
-    name = op.primitive.data
-    result = op.res[0]
+    else:
+        name, result = op.primitive.data, op.res[0]
     if name in UPDATES_OPERAND_0:
         positions = (0,)
     elif name in ELEMENTWISE:
@@ -59,6 +61,11 @@ def in_place_candidates(op: Operation) -> tuple[int, ...]:
         for i in positions
         if op.args[i].type.get_shape() == result.type.get_shape() and byte_size(op.args[i].type) == size
     )
+
+
+def _maps_elements(op: Operation) -> bool:
+    """Whether a fused op's inner op keeps element `i` of a result of the fused op's shape at `i`."""
+    return isinstance(op, jx.YieldOp) or (isinstance(op, jx.PrimOp) and op.primitive.data in ELEMENTWISE)
 
 
 def is_view(op: Operation) -> bool:

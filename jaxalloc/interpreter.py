@@ -31,6 +31,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import JaxallocError
 from jaxalloc.frontend import BindTable
+from jaxalloc.fusion import FusedBinding
 from jaxalloc.inplace import is_view
 from jaxalloc.liveness import last_uses
 from jaxalloc.passes import places_of
@@ -64,6 +65,7 @@ class JxFunctions(InterpreterFunctions):
     table: BindTable
     schedules: Schedules = field(default_factory=Schedules)
     _env: dict[SSAValue, Any] = field(default_factory=dict)
+    _fused: dict[Operation, FusedBinding] = field(default_factory=dict)
 
     def run_block(self, interpreter: Interpreter, block: Block, args: PythonValues) -> PythonValues:
         """Run `block` to its `jx.yield` and return the yielded values."""
@@ -85,9 +87,26 @@ class JxFunctions(InterpreterFunctions):
         finally:
             self._env = {}
 
+    def binding(self, op: jx.PrimOp | jx.FusedOp):
+        """What the op binds: its primitive, or a fused op's body as one function."""
+        if isinstance(op, jx.PrimOp):
+            return self.table[op.key.data]
+        found = self._fused.get(op)
+        if found is None:
+            found = self._fused[op] = FusedBinding(op, self.table)
+        return found
+
+    def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
+        """Run one op that binds a primitive or a fused body."""
+        return self.binding(op).bind(*args)
+
     @impl(jx.PrimOp)
     def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
-        return self.table[op.key.data].bind(*args)
+        return self.apply(op, args)
+
+    @impl(jx.FusedOp)
+    def run_fused(self, interpreter: Interpreter, op: jx.FusedOp, args: PythonValues) -> PythonValues:
+        return self.apply(op, args)
 
     @impl(jx.ConstOp)
     def run_const(self, interpreter: Interpreter, op: jx.ConstOp, args: PythonValues) -> PythonValues:
@@ -181,15 +200,13 @@ class ArenaFunctions(JxFunctions):
         self.arena.current = op.body.block.last_op
         return tuple(self.arena.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
 
-    @impl(jx.PrimOp)
-    def run_prim(self, interpreter: Interpreter, op: jx.PrimOp, args: PythonValues) -> PythonValues:
+    def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
         layout = self.layouts.get(op) or self.layout(op)
         self.arena.current = op
         places = layout.offsets or tuple(self.where(p) for p in layout.places)
         if layout.view and isinstance(args[0], int) and places[0] in (None, args[0]):
             return (args[0],)  # the operand's bytes, read as the result's type
-        binding = self.table[op.key.data]
-        return self.arena.run(binding, args, layout.inputs, places, layout.outputs, layout.kernels)
+        return self.arena.run(self.binding(op), args, layout.inputs, places, layout.outputs, layout.kernels)
 
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:

@@ -27,6 +27,12 @@ def _assign_buffers():
     return AssignBuffersPass
 
 
+def _fuse():
+    from jaxalloc.fusion import FusePass
+
+    return FusePass
+
+
 def _verify_plan():
     from jaxalloc.passes import VerifyPlanPass
 
@@ -35,5 +41,10 @@ def _verify_plan():
 
 JAXALLOC_UNIVERSE = Universe(
     all_dialects={"jx": _jx, "mem": _mem},
-    all_passes={"jx-liveness": _liveness, "jx-assign-buffers": _assign_buffers, "jx-verify-plan": _verify_plan},
+    all_passes={
+        "jx-liveness": _liveness,
+        "jx-fuse": _fuse,
+        "jx-assign-buffers": _assign_buffers,
+        "jx-verify-plan": _verify_plan,
+    },
 )

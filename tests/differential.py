@@ -246,7 +246,7 @@ def _program_name(fn) -> str:
     return name
 
 
-def check_program(fn, *args, mode: str = "arena", name: str | None = None) -> jaxalloc.Planned:
+def check_program(fn, *args, mode: str = "arena", name: str | None = None, passes=()) -> jaxalloc.Planned:
     """The whole differential check for `fn(*args)` run in `mode`; returns the planned function.
 
     The planned result must match `jax.jit`'s within `program_tolerance`, or else the op-by-op
@@ -256,7 +256,7 @@ def check_program(fn, *args, mode: str = "arena", name: str | None = None) -> ja
     (default: the function's name).
     """
     name = name or _program_name(fn)
-    planned = jaxalloc.planned(fn, mode=mode)
+    planned = jaxalloc.planned(fn, mode=mode, passes=passes)
     planned.jit_disagreement = None
     traced = planned._traced(args, {})
     text = check_roundtrip(traced.converted.module)

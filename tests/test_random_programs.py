@@ -86,11 +86,11 @@ def check_callbacks(program: Program, planned: jaxalloc.Planned) -> None:
             left.pop(match)
 
 
-def check_random_program(program: Program, mode: str = "checked") -> jaxalloc.Planned:
-    """The differential check of one random program in `mode`, no bytes copied in an arena run,
-    and the same callback calls as jit. Returns the planned function."""
+def check_random_program(program: Program, mode: str = "checked", passes=()) -> jaxalloc.Planned:
+    """The differential check of one random program in `mode` (after `passes`), no bytes copied in an
+    arena run, and the same callback calls as jit. Returns the planned function."""
     fn, args = program
-    planned = check_program(fn, *args, mode=mode)
+    planned = check_program(fn, *args, mode=mode, passes=passes)
     if program.log.ordered:
         check_callbacks(program, planned)
     if mode != "eager" and planned.last_run.copied_bytes:

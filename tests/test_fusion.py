@@ -1,0 +1,88 @@
+"""`jx-fuse`: elementwise chains as one `jx.fused` op, planned as one value and run as one kernel
+that needs no memory beyond its operands and results."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+from corpus_programs import PROGRAMS as CORPUS
+from differential import check_program
+from random_programs import random_program
+from test_random_programs import CopiedBytes, check_random_program
+
+import jaxalloc
+from jaxalloc.dialects import jx
+from jaxalloc.fusion import FusedBinding
+from jaxalloc.types import dtype_of
+
+FUSE = ("jx-fuse",)
+
+
+def _gelu_mlp(x, w1, w2):
+    h = x @ w1
+    h = 0.5 * h * (1.0 + jnp.tanh(0.7978845608 * (h + 0.044715 * h**3)))
+    return jnp.exp(jnp.sin(h @ w2) * 2.0 - 1.0).sum()
+
+
+GELU_ARGS = (jnp.linspace(-1.0, 1.0, 32 * 64).reshape(32, 64), jnp.eye(64) * 0.3, jnp.eye(64) * 0.2)
+
+
+@functools.cache
+def _fused_corpus() -> list:
+    """The corpus programs in which `jx-fuse` fuses something."""
+    found = []
+    for program in CORPUS:
+        module = jaxalloc.planned(program.fn, passes=FUSE).lower(*program.make_args())
+        if any(isinstance(op, jx.FusedOp) for op in module.walk()):
+            found.append(program)
+    return found
+
+
+def test_a_chain_becomes_one_planned_value():
+    fused = jaxalloc.planned(_gelu_mlp, passes=FUSE)
+    module = fused.lower(*GELU_ARGS)
+    assert sum(isinstance(op, jx.FusedOp) for op in module.walk()) == 2
+    assert fused.plan(*GELU_ARGS).arena_bytes < jaxalloc.planned(_gelu_mlp).plan(*GELU_ARGS).arena_bytes
+
+
+@pytest.mark.parametrize("mode", ["eager", "arena", "checked", "compiled"])
+def test_fused_programs_equal_jit(mode):
+    planned = check_program(_gelu_mlp, *GELU_ARGS, mode=mode, passes=FUSE)
+    assert planned.last_run.copied_bytes == 0
+
+
+def test_a_fused_kernel_needs_no_memory_of_its_own():
+    for program in _fused_corpus()[:8]:
+        planned = jaxalloc.planned(program.fn, passes=FUSE)
+        traced = planned._traced(program.make_args(), {})
+        for op in traced.converted.module.walk():
+            if isinstance(op, jx.FusedOp):
+                operands = [jax.ShapeDtypeStruct(tuple(v.type.get_shape()), dtype_of(v.type.element_type)) for v in op.args]
+                binding = FusedBinding(op, traced.converted.table)
+                analysis = jax.jit(binding.bind).lower(*operands).compile().memory_analysis()
+                assert analysis.temp_size_in_bytes == 0, program.name
+
+
+@pytest.mark.parametrize("program", _fused_corpus()[::2], ids=lambda p: p.name)
+def test_fused_corpus_program_checked(program):
+    """Every other program that fuses (the suite's time budget; `test_compiled` runs all of the corpus
+    fused, against jit)."""
+    planned = check_program(program.fn, *program.make_args(), mode="checked", name=program.name, passes=FUSE)
+    assert planned.last_run.copied_bytes == 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fused_random_program_checked(seed):
+    program = random_program(seed)
+    try:
+        check_random_program(program, mode="checked", passes=FUSE)
+    except CopiedBytes as e:
+        pytest.xfail(f"seed {seed}: {e}")
+
+
+def test_an_unknown_pass_is_named():
+    with pytest.raises(ValueError, match="unknown pass 'jx-fuzz'; choose from jx-fuse"):
+        jaxalloc.planned(_gelu_mlp, passes=("jx-fuzz",))
