@@ -1,11 +1,12 @@
 """Speed of planned functions against `jax.jit`: the compiled arena kernel and the op-by-op arena.
 
 Per program: warm calls (best of `--repeats` after the first) of `jax.jit`, of the compiled arena
-(`mode="compiled"`) and of the op-by-op arena (`mode="arena"`), the first call of each (tracing,
-planning, compiling), and the ratios to jit; then the compiled kernel's own temp memory
-(`memory_analysis()`, beside its arena), the largest single op's operands and results (what that
+(`mode="compiled"`), of the compiled arena after `jx-fuse` and of the op-by-op arena
+(`mode="arena"`), the first call of each (tracing, planning, compiling), and the ratios to jit,
+with their geometric means; then, for the fused kernel, its arena, its own temp memory
+(`memory_analysis()`, beside the arena), the largest single op's operands and results (what that
 temp may be), and the copies of the arena XLA put in the kernel (0 when it updates the arena in
-place). Ends with the geometric mean of the warm ratios. Prints Markdown tables.
+place). Prints Markdown tables.
 
     python benchmarks/speed.py [--programs MLP,LSTM] [--repeats N] [--no-op-by-op]
 """
@@ -66,9 +67,15 @@ def largest_op_bytes(module) -> int:
 
 def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> dict:
     jitted = jax.jit(fn)
-    compiled = planned(fn, mode="compiled")
-    row = {"jit first": first_time(lambda: jitted(*args)), "compiled first": first_time(lambda: compiled(*args))}
+    unfused = planned(fn, mode="compiled")
+    compiled = planned(fn, mode="compiled", passes=("jx-fuse",))
+    row = {
+        "jit first": first_time(lambda: jitted(*args)),
+        "unfused first": first_time(lambda: unfused(*args)),
+        "compiled first": first_time(lambda: compiled(*args)),
+    }
     row["jit"] = best_time(lambda: jitted(*args), repeats)
+    row["unfused"] = best_time(lambda: unfused(*args), repeats)
     row["compiled"] = best_time(lambda: compiled(*args), repeats)
     row["copied"] = compiled.last_run.copied_bytes
     if op_by_op:
@@ -89,24 +96,32 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f}"
 
 
+def _geomean(values: list[float]) -> float:
+    return math.prod(values) ** (1 / len(values))
+
+
 def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
-    header = ["program", "jit ms", "compiled ms", "compiled / jit"]
+    header = ["program", "jit ms", "compiled ms", "/ jit", "fused ms", "/ jit"]
     if op_by_op:
-        header += ["op-by-op ms", "op-by-op / jit"]
-    header += ["jit first s", "compiled first s", "first / jit first"]
+        header += ["op-by-op ms", "/ jit"]
+    header += ["jit first s", "compiled first s", "fused first s", "fused first / jit first"]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
     for name, r in rows:
-        cells = [name, _ms(r["jit"]), _ms(r["compiled"]), f"{r['compiled'] / r['jit']:.2f}"]
+        cells = [name, _ms(r["jit"]), _ms(r["unfused"]), f"{r['unfused'] / r['jit']:.2f}", _ms(r["compiled"]),
+                 f"{r['compiled'] / r['jit']:.2f}"]
         if op_by_op:
             cells += [_ms(r["arena"]), f"{r['arena'] / r['jit']:.1f}"]
-        cells += [f"{r['jit first']:.2f}", f"{r['compiled first']:.2f}", f"{r['compiled first'] / r['jit first']:.2f}"]
+        cells += [f"{r['jit first']:.2f}", f"{r['unfused first']:.2f}", f"{r['compiled first']:.2f}",
+                  f"{r['compiled first'] / r['jit first']:.2f}"]
         print("| " + " | ".join(cells) + " |")
-    warm = [r["compiled"] / r["jit"] for _, r in rows]
-    first = [r["compiled first"] / r["jit first"] for _, r in rows]
-    print(f"\ncompiled / jit, warm: geometric mean {math.prod(warm) ** (1 / len(warm)):.2f}, most {max(warm):.2f}; "
-          f"first call: geometric mean {math.prod(first) ** (1 / len(first)):.2f}, most {max(first):.2f}\n")
-    print("| program | arena | kernel temp | largest op | arena copies in the kernel | copied bytes |")
+    for label, key in (("compiled", "unfused"), ("fused", "compiled")):
+        warm = [r[key] / r["jit"] for _, r in rows]
+        first = [r[key + " first"] / r["jit first"] for _, r in rows]
+        print(f"\n{label} / jit, warm: geometric mean {_geomean(warm):.2f}, most {max(warm):.2f}; "
+              f"first call: geometric mean {_geomean(first):.2f}, most {max(first):.2f}")
+    print()
+    print("| program (fused) | arena | kernel temp | largest op | arena copies in the kernel | copied bytes |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, r in rows:
         print(f"| {name} | {r['arena bytes']:,} | {r['temp']:,} | {r['largest op']:,} | {r['arena copies']} | {r['copied']:,} |")
