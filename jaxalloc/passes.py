@@ -166,7 +166,7 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
         if first is None and carry.repeat:  # the ring is the function's output
             # each round's value is an array of its own where an op of the body computes it there (or
             # it passes on another position's); a case or loop result may be elsewhere: read out
-            outside = isinstance(value, BlockArgument) or (value in body.placed_in and isinstance(value.owner, jx.PrimOp))
+            outside = isinstance(value, BlockArgument) or (value in body.placed_in and isinstance(value.owner, jx.PrimOp | jx.FusedOp))
             views.append(ViewsAttr(carry.initial, (), yielded=True) if outside else ViewsAttr((), ()))
             continue
         ring = [] if carry.repeat == 0 else [
