@@ -191,10 +191,6 @@ class CompiledFunctions(ArenaFunctions):
     """Whether a loop that says how many rounds it runs ran another number."""
     _rings: Sequence[_Ring] = ()
 
-    @property
-    def copied_bytes(self) -> int:
-        return 0
-
     # -- the arena --------------------------------------------------------------------------------
 
     def read(self, value, layout: Layout) -> jax.Array:
@@ -315,8 +311,7 @@ class CompiledFunctions(ArenaFunctions):
                 return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
         inputs = tuple(self.read(v, l) for v, l in zip(args, layout.inputs))
         results = binding.bind(*inputs)
-        located = tuple(r if p is None else self.write(r, l, p) for r, p, l in zip(results, places, layout.outputs))
-        return located
+        return tuple(r if p is None else self.write(r, l, p) for r, p, l in zip(results, places, layout.outputs))
 
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
