@@ -546,7 +546,7 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
             sources = _view_sources(yields[c], args[c], body, plan, body, plan.placed_in.get(yields[c]))
-            if sources or results[c] in plan.placed_rings:
+            if sources is not None and (sources or results[c] in plan.placed_rings):
                 toggles[c] = sources - {args[c]}
     return toggles
 
