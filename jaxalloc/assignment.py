@@ -164,19 +164,22 @@ class _BlockPlanner:
             return False
         return any(m in self.outside for m in group)
 
-    def kept_until(self, root: SSAValue, seen: frozenset = frozenset()) -> int:
-        """The end of the longest-lived value that may be a view of `root`'s buffer (a case result
-        viewing what a branch hands back, a loop result that may be its init operand), through
-        chains of such views."""
-        until = 0
-        for value, later in self.keep_alive:
-            if self.merge.find(value) is not root:
-                continue
-            later_root = self.merge.find(later)
-            until = max(until, self.end_of(later))
-            if later_root is not root and later_root not in seen:
-                until = max(until, self.kept_until(later_root, seen | {root}))
-        return until
+    def viewers(self, root: SSAValue) -> set[SSAValue]:
+        """The values that may be a view of `root`'s buffer (a case result viewing what a branch hands
+        back, a loop result that may be its init operand), through chains of such views."""
+        found: set[SSAValue] = set()
+        pending = [root]
+        while pending:
+            source = pending.pop()
+            for value, later in self.keep_alive:
+                if self.merge.find(value) is source and later not in found:
+                    found.add(later)
+                    pending.append(self.merge.find(later))
+        return found
+
+    def kept_until(self, root: SSAValue) -> int:
+        """The end of the longest-lived value that may be a view of `root`'s buffer."""
+        return max((self.end_of(v) for v in self.viewers(root)), default=0)
 
     def dies_at(self, value: SSAValue, index: int) -> bool:
         """Whether op `index` is the last to read `value`'s buffer, views of it included."""
@@ -188,8 +191,11 @@ class _BlockPlanner:
         return max(int(self.live.end[self.position[m]]) for m in self.members.get(root, [root]))
 
     def read_inside(self, op: Operation, root: SSAValue) -> bool:
-        """Whether a region of `op` reads a value of `root`'s buffer (then a ring cannot take it)."""
+        """Whether a region of `op` reads a value of `root`'s buffer, or one that may be a view of it
+        (then a ring cannot take it)."""
         group = set(self.members.get(root, [root]))
+        for viewer in self.viewers(root):
+            group.update(self.members.get(self.merge.find(viewer), [viewer]))
         return any(v in group for inner in op.walk() if inner is not op for v in inner.operands)
 
     def join(self, value: SSAValue, into: SSAValue) -> None:
@@ -569,7 +575,7 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
         parts = [_view_sources(loop.operands[q], arg, block, plan, body, into, False) for q in carry.initial]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
-        if not top and len(plan.phis[case][k]) < len(case.branches):
+        if len(plan.phis[case][k]) < len(case.branches) and (not top or into is None):
             return None  # some branch computes it in memory of the body's own
         parts = [
             _view_sources(case.branches[b].block.last_op.operands[k], arg, case.branches[b].block,

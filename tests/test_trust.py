@@ -102,6 +102,15 @@ def nested_ring_in_branch(x, p):
     return lax.cond(p, branch, lambda v: (v, v), x)
 
 
+def ring_over_an_init_a_loop_result_may_view(x, n):
+    """`b` is `o` after zero rounds and is read in every round of the second loop, whose ring must
+    not take `o`'s memory even though `o` is that loop's init operand."""
+    o = jnp.sin(x)
+    _, b = lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0), (0, o))
+    _, r = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5 + b), (0, o))
+    return (r * 2.0).sum()
+
+
 REGRESSIONS = [
     (chained_phis, (X4,)),
     (init_read_in_body, (X4,)),
@@ -118,6 +127,8 @@ REGRESSIONS = [
     (ring_after_a_one_slot_ring, (X4,)),
     (clamped_dynamic_slice, (X4,)),
     (nested_ring_in_branch, (jnp.int32(5), True)),
+    (ring_over_an_init_a_loop_result_may_view, (X4, 0)),
+    (ring_over_an_init_a_loop_result_may_view, (X4, 2)),
 ]
 
 
@@ -519,15 +530,12 @@ def test_random_programs_whose_plans_the_static_checker_refused(seed):
         check_program(fn, *args, mode=mode)
 
 
-_PLANNER_DEFECTS = "the static checker refuses the plan: a planner defect found by the soak, not yet fixed"
-
-
 @pytest.mark.parametrize(
     "seed",
     [
         2204,  # a lone position whose next value may be a view of the body's own memory: planning raised TypeError
-        pytest.param(9172, marks=pytest.mark.xfail(raises=jaxalloc.PlanViolation, strict=True, reason=_PLANNER_DEFECTS)),
-        pytest.param(14684, marks=pytest.mark.xfail(raises=jaxalloc.PlanViolation, strict=True, reason=_PLANNER_DEFECTS)),
+        9172,  # a toggle whose case result a branch computes in the body's own memory, not the next view
+        14684,  # a loop's ring took an init operand's memory that a value read inside the loop may view
     ],
 )
 def test_random_programs_the_soak_found(seed):
