@@ -22,6 +22,9 @@ next chunk. With `--results FILE` every seed's outcome is appended to FILE as a 
 already there are not run again (so an interrupted chunk resumes), and `--summarize` prints the
 tables of all the chunks in the files. `--mode checked` is the sanitizer mode, which raises
 `jaxalloc.PlanViolation`; where this jaxalloc has no such mode the soak says so and runs `arena`.
+`--passes` are the jx passes run before planning (default `jx-dce`, as a planned function runs;
+`--passes ''` plans each program as generated, dead code and all). Workers share JAX's persistent
+compilation cache (`--compilation-cache`): the programs are made of the same few small kernels.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import multiprocessing
 import re
 import signal
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -64,8 +68,15 @@ _STAGES = {
 # in a worker
 
 
-def _init_worker() -> None:
+def _init_worker(cache: str | None = None) -> None:
     sys.path.insert(0, str(TESTS))
+    if cache:
+        # random programs are made of the same few small kernels: compiled once for every worker
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     import differential
     import test_random_programs  # noqa: F401  (imports jax, jaxalloc, the generator)
 
@@ -155,7 +166,7 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def check_seed(seed: int, mode: str, timeout: int) -> dict:
+def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = ()) -> dict:
     """One seed's outcome: its features, failure class (None if it passed) and a line about it."""
     from random_programs import random_program
     from test_random_programs import check_random_program
@@ -172,7 +183,7 @@ def check_seed(seed: int, mode: str, timeout: int) -> dict:
         signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(timeout)
     try:
-        planned = check_random_program(program, mode)
+        planned = check_random_program(program, mode, passes)
         disagreement = getattr(planned, "jit_disagreement", None)
         if disagreement is not None:  # passed against jax.disable_jit(), reported by differential.py
             outcome.update({"class": "jit disagrees with disable_jit", "detail": disagreement.message.splitlines()[0]})
@@ -257,24 +268,25 @@ def resolve_mode(mode: str) -> str:
     return fallback
 
 
-def run(seeds: list[int], mode: str, jobs: int, timeout: int, recycle: int, sink) -> None:
+def run(seeds: list[int], mode: str, jobs: int, timeout: int, recycle: int, sink, cache: str | None = None,
+        passes: tuple[str, ...] = ()) -> None:
     """Check `seeds` on `jobs` worker processes (in this one with 0), passing each outcome to `sink`."""
     if jobs <= 0:
-        _init_worker()
+        _init_worker(cache)
         for seed in seeds:
-            sink(check_seed(seed, mode, timeout))
+            sink(check_seed(seed, mode, timeout, passes))
         return
     pending = list(reversed(seeds))
     while pending:
         options = {"max_tasks_per_child": recycle} if sys.version_info >= (3, 11) and recycle else {}
         context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(jobs, context, _init_worker, **options) as pool:
+        with concurrent.futures.ProcessPoolExecutor(jobs, context, _init_worker, (cache,), **options) as pool:
             running: dict[concurrent.futures.Future, int] = {}
             try:
                 while pending or running:
                     while pending and len(running) < 2 * jobs:
                         seed = pending.pop()
-                        running[pool.submit(check_seed, seed, mode, timeout)] = seed
+                        running[pool.submit(check_seed, seed, mode, timeout, passes)] = seed
                     done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                     for future in done:
                         seed = running.pop(future)
@@ -302,10 +314,16 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--mode", default="checked", help="mode of the planned runs (default checked)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2; 0 runs in this process)")
+    parser.add_argument("--passes", default="jx-dce", help="jx passes run before planning, comma-separated "
+                        "(default jx-dce, as planned functions run; '' plans each program as generated)")
     parser.add_argument("--timeout", type=int, default=120, help="seconds a program may take (default 120; 0: none)")
     parser.add_argument("--recycle", type=int, default=200, help="seeds a worker checks before it is replaced "
                         "(default 200: a worker's compiled kernels pile up, some GiB per few hundred programs)")
     parser.add_argument("--results", help="append every seed's outcome to this JSON-lines file; skip seeds in it")
+    parser.add_argument("--compilation-cache", default=str(Path(tempfile.gettempdir()) / "jaxalloc-soak-xla-cache"),
+                        metavar="DIR", help="JAX's persistent compilation cache, shared by the workers and by later "
+                        "runs (default: jaxalloc-soak-xla-cache in the temp directory; '' for none); "
+                        "about three times as many seeds a second once warm")
     parser.add_argument("--summarize", nargs="+", metavar="FILE", help="print the tables of earlier --results files")
     parser.add_argument("--progress", type=float, default=30.0, help="seconds between progress lines (default 30)")
     args = parser.parse_args()
@@ -316,12 +334,13 @@ def main() -> int:
 
     sys.path.insert(0, str(TESTS))
     mode = resolve_mode(args.mode)
+    passes = tuple(name for name in args.passes.split(",") if name)
     seeds = range(args.start, args.start + args.seeds)
     earlier = {}
     if args.results and Path(args.results).exists():
         earlier = {s: o for s, o in load([args.results]).items() if s in seeds}
     todo = [s for s in seeds if s not in earlier]
-    print(f"soak: seeds {seeds.start}..{seeds.stop - 1} in mode {mode!r} on {args.jobs} workers"
+    print(f"soak: seeds {seeds.start}..{seeds.stop - 1} in mode {mode!r} after passes {passes} on {args.jobs} workers"
           + (f" ({len(earlier):,} already in {args.results})" if earlier else ""), file=sys.stderr)
 
     outcomes = list(earlier.values())
@@ -353,14 +372,14 @@ def main() -> int:
         signal.signal(signal.SIGINT, interrupt)
     interrupted = False
     try:
-        run(todo, mode, args.jobs, args.timeout, args.recycle, sink)
+        run(todo, mode, args.jobs, args.timeout, args.recycle, sink, args.compilation_cache or None, passes)
     except KeyboardInterrupt:
         interrupted = True
         print(f"soak: interrupted after {done:,} seeds", file=sys.stderr)
     finally:
         if out:
             out.close()
-    print(f"mode {mode!r}, seeds {seeds.start} to {seeds.stop - 1}\n")
+    print(f"mode {mode!r}, passes {passes}, seeds {seeds.start} to {seeds.stop - 1}\n")
     print("\n".join(report(outcomes)))
     if interrupted:
         resume = "run the same command again to go on" if args.results else "rerun the chunk (or add --results FILE)"

@@ -68,7 +68,7 @@ def largest_op_bytes(module) -> int:
 def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> dict:
     jitted = jax.jit(fn)
     unfused = planned(fn, mode="compiled")
-    compiled = planned(fn, mode="compiled", passes=("jx-fuse",))
+    compiled = planned(fn, mode="compiled", passes=("jx-dce", "jx-fuse"))
     row = {
         "jit first": first_time(lambda: jitted(*args)),
         "unfused first": first_time(lambda: unfused(*args)),

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolNameConstraint,
     TensorType,
+    UnitAttr,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
@@ -175,6 +176,9 @@ class PrimOp(IRDLOperation):
     """Index of the primitive and its bind parameters in the side table."""
     params = prop_def(DictionaryAttr)
     """The primitive's parameters in readable form (for people and passes, not for binding)."""
+    effect = opt_prop_def(UnitAttr)
+    """Present where binding the primitive does more than compute its results (a callback, a
+    print): the op runs, in order with the other such ops, whether or not its results are read."""
 
     def __init__(
         self,
@@ -183,20 +187,21 @@ class PrimOp(IRDLOperation):
         args: Sequence[SSAValue],
         result_types: Sequence[Attribute],
         params: Mapping[str, str] | DictionaryAttr = DictionaryAttr({}),
+        effect: bool = False,
     ):
         if not isinstance(params, DictionaryAttr):
             params = DictionaryAttr({k: StringAttr(v) for k, v in params.items()})
-        super().__init__(
-            operands=[args],
-            result_types=[result_types],
-            properties={"primitive": StringAttr(primitive), "key": IntAttr(key), "params": params},
-        )
+        properties = {"primitive": StringAttr(primitive), "key": IntAttr(key), "params": params}
+        if effect:
+            properties["effect"] = UnitAttr()
+        super().__init__(operands=[args], result_types=[result_types], properties=properties)
 
     @classmethod
     def parse(cls, parser: Parser) -> PrimOp:
         primitive = parser.parse_str_literal()
         key = _parse_key(parser)
         operands = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        effect = parser.parse_optional_keyword("effect") is not None
         params = parser.parse_optional_attribute()
         if params is None:
             params = DictionaryAttr({})
@@ -206,7 +211,7 @@ class PrimOp(IRDLOperation):
         parser.parse_punctuation(":")
         fn_type = parser.parse_function_type()
         args = parser.resolve_operands(operands, fn_type.inputs.data, parser.pos)
-        op = PrimOp(primitive, key, args, fn_type.outputs.data, params)
+        op = PrimOp(primitive, key, args, fn_type.outputs.data, params, effect)
         if extra is not None:
             op.attributes |= extra.data
         return op
@@ -217,6 +222,8 @@ class PrimOp(IRDLOperation):
         printer.print_string(f"[{self.key.data}]")
         with printer.in_parens():
             printer.print_list(self.args, printer.print_ssa_value)
+        if self.effect is not None:
+            printer.print_string(" effect")
         if self.params.data:
             printer.print_string(" ")
             printer.print_attribute(self.params)

@@ -23,6 +23,7 @@ from xdsl.interpreter import PythonValues
 
 from jaxalloc.allocators import get_allocator
 from jaxalloc.compiled import CompiledFunctions, CompiledRun
+from jaxalloc.dead_code import DeadCodePass
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.fusion import FusePass
@@ -32,8 +33,11 @@ from jaxalloc.sanitizer import CheckedFunctions
 
 MODES = ("arena", "compiled", "eager", "checked")
 
-PASSES = {"jx-fuse": FusePass}
+PASSES = {"jx-dce": DeadCodePass, "jx-fuse": FusePass}
 """The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
+
+DEFAULT_PASSES = ("jx-dce",)
+"""The passes a planned function runs unless told otherwise (`passes=()` plans the jaxpr as traced)."""
 
 _DATA_DEPENDENT = (
     jax.errors.ConcretizationTypeError,
@@ -226,7 +230,7 @@ class Planned:
         measure_memory: bool = False,
         static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Iterable[str] | None = None,
-        passes: Sequence[str] = (),
+        passes: Sequence[str] = DEFAULT_PASSES,
     ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -347,7 +351,7 @@ def planned(
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
-    passes: Sequence[str] = (),
+    passes: Sequence[str] = DEFAULT_PASSES,
 ) -> Planned: ...
 @overload
 def planned(
@@ -360,7 +364,7 @@ def planned(
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
-    passes: Sequence[str] = (),
+    passes: Sequence[str] = DEFAULT_PASSES,
 ) -> Callable[[Callable], Planned]: ...
 
 
@@ -374,7 +378,7 @@ def planned(
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
-    passes: Sequence[str] = (),
+    passes: Sequence[str] = DEFAULT_PASSES,
 ):
     """Trace `fun` to a jx module (once per input signature), plan it, and run it op by op, like `jax.jit`.
 
@@ -387,8 +391,9 @@ def planned(
     in the arena with shadow memory, checking that every read finds the value it expects (raises
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
     jax arrays. `measure_memory=True` samples the bytes in use after every op into
-    `last_run`. `passes=("jx-fuse",)` runs those jx passes on the module before it is planned
-    (`jx-fuse`: elementwise chains become one `jx.fused` op, planned and run as one kernel).
+    `last_run`. `passes` are the jx passes run, in order, on the module before it is planned
+    (default `("jx-dce",)`: what nothing needs is removed; `"jx-fuse"`: elementwise chains become one
+    `jx.fused` op, planned and run as one kernel; `()`: the jaxpr as traced).
     """
     options = dict(
         static_argnums=static_argnums,

@@ -195,12 +195,12 @@ class _Converter:
             return self.while_loop(block, eqn, args)
         if name == "cond":
             return self.cond(block, eqn, args)
-        return self.prim(block, eqn.primitive, eqn.params, args, [v.aval for v in eqn.outvars])
+        return self.prim(block, eqn.primitive, eqn.params, args, [v.aval for v in eqn.outvars], bool(eqn.effects))
 
-    def prim(self, block: Block, primitive, params, args, out_avals) -> Sequence[SSAValue]:
+    def prim(self, block: Block, primitive, params, args, out_avals, has_effect: bool = False) -> Sequence[SSAValue]:
         key = self.table.add(Binding(primitive, dict(params)))
         printable = {k: _printable(v) for k, v in params.items() if v is not None}
-        op = jx.PrimOp(primitive.name, key, args, [tensor_type(a) for a in out_avals], printable)
+        op = jx.PrimOp(primitive.name, key, args, [tensor_type(a) for a in out_avals], printable, has_effect)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
 

@@ -27,6 +27,12 @@ def _assign_buffers():
     return AssignBuffersPass
 
 
+def _dce():
+    from jaxalloc.dead_code import DeadCodePass
+
+    return DeadCodePass
+
+
 def _fuse():
     from jaxalloc.fusion import FusePass
 
@@ -43,6 +49,7 @@ JAXALLOC_UNIVERSE = Universe(
     all_dialects={"jx": _jx, "mem": _mem},
     all_passes={
         "jx-liveness": _liveness,
+        "jx-dce": _dce,
         "jx-fuse": _fuse,
         "jx-assign-buffers": _assign_buffers,
         "jx-verify-plan": _verify_plan,

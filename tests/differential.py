@@ -23,6 +23,7 @@ import numpy as np
 from jax._src import core
 
 import jaxalloc
+from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
 from jaxalloc.frontend import Converted, parse_module
 from jaxalloc.types import byte_size
@@ -246,7 +247,7 @@ def _program_name(fn) -> str:
     return name
 
 
-def check_program(fn, *args, mode: str = "arena", name: str | None = None, passes=()) -> jaxalloc.Planned:
+def check_program(fn, *args, mode: str = "arena", name: str | None = None, passes=DEFAULT_PASSES) -> jaxalloc.Planned:
     """The whole differential check for `fn(*args)` run in `mode`; returns the planned function.
 
     The planned result must match `jax.jit`'s within `program_tolerance`, or else the op-by-op

@@ -127,8 +127,8 @@ def test_a_rotation_of_four_carries_gets_four_slots_and_copies_nothing():
     *_, a, b, c, d = carries_of(plan)
     assert [x.repeat for x in (a, b, c, d)] == [4, 4, 4, 4]
     assert jaxalloc.planned(rotate).plan(*[jnp.ones(256)] * 4).check().copies == ()
-    # a reads the init operands of a, b, c and d in rounds 0-3 (positions 2-5), then the ring
-    assert a.initial == (2, 3, 4, 5) and d.initial == (5,)
+    # a reads the init operands of a, b, c and d in rounds 0-3 (positions 1-4), then the ring
+    assert a.initial == (1, 2, 3, 4) and d.initial == (4,)
     (loop,) = plan.carries
     assert len({r.offset for r in rows if r.repeat == 4}) == 4  # one ring of four 1 KiB slots
 

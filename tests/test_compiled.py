@@ -35,7 +35,7 @@ def _kernel(planned: jaxalloc.Planned):
 def test_corpus_program_compiled(program):
     """Every other program (the suite's time budget), after `jx-fuse`, as fast runs are made (the random
     and library programs run unfused)."""
-    planned = check_program(program.fn, *program.make_args(), mode="compiled", name=program.name, passes=("jx-fuse",))
+    planned = check_program(program.fn, *program.make_args(), mode="compiled", name=program.name, passes=("jx-dce", "jx-fuse"))
     assert (planned.last_run.mode, planned.last_run.copied_bytes) == ("compiled", 0)
 
 

@@ -18,7 +18,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.fusion import FusedBinding
 from jaxalloc.types import dtype_of
 
-FUSE = ("jx-fuse",)
+FUSE = ("jx-dce", "jx-fuse")
 
 
 def _gelu_mlp(x, w1, w2):

@@ -10,6 +10,7 @@ import pytest
 from corpus_programs import PROGRAMS
 from mutations import KINDS, run_plan, try_mutation
 from random_programs import random_program
+from test_trust import REGRESSIONS
 
 import jaxalloc
 
@@ -19,18 +20,20 @@ CORPUS = [(p.name, p.fn, p.make_args) for p in PROGRAMS if p.name in {
 }]
 
 
-def _programs():
+def _programs(kind: str):
     yield from ((name, fn, make_args()) for name, fn, make_args in CORPUS)
     for seed in range(0, 24):
         fn, args = random_program(seed)
         yield f"seed{seed}", fn, args
+    if kind == "drop keep-alive":  # programs that once ran wrong: each keeps a value alive for a view
+        yield from ((f"{fn.__name__}{i}", fn, args) for i, (fn, args) in enumerate(REGRESSIONS))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_corruption_that_changes_a_result_is_caught_by_both_checkers(kind):
     rng = random.Random(KINDS.index(kind))
     tried = changed = static = sanitizer = 0
-    for name, fn, args in _programs():
+    for name, fn, args in _programs(kind):
         planned = jaxalloc.planned(fn)
         traced = planned._traced(args, {})
         plan = planned.plan(*args)

@@ -88,7 +88,10 @@ def check_callbacks(program: Program, planned: jaxalloc.Planned) -> None:
 
 def check_random_program(program: Program, mode: str = "checked", passes=()) -> jaxalloc.Planned:
     """The differential check of one random program in `mode` (after `passes`), no bytes copied in an
-    arena run, and the same callback calls as jit. Returns the planned function."""
+    arena run, and the same callback calls as jit. Returns the planned function.
+
+    By default no pass runs: the planner sees the program as generated, dead loops and branches
+    included (the generator makes many, and they are its nested control flow)."""
     fn, args = program
     planned = check_program(fn, *args, mode=mode, passes=passes)
     if program.log.ordered:
