@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
 from jaxalloc.allocators import get_allocator
+from jaxalloc.canonicalize import CanonicalizePass, canonicalize
 from jaxalloc.compiled import CompiledFunctions, CompiledRun
 from jaxalloc.dead_code import DeadCodePass
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
@@ -33,11 +34,20 @@ from jaxalloc.sanitizer import CheckedFunctions
 
 MODES = ("arena", "compiled", "eager", "checked")
 
-PASSES = {"jx-dce": DeadCodePass, "jx-fuse": FusePass}
+PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass}
 """The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
 
 DEFAULT_PASSES = ("jx-dce",)
 """The passes a planned function runs unless told otherwise (`passes=()` plans the jaxpr as traced)."""
+
+
+def _run_pass(name: str, converted: Converted) -> None:
+    """Run the jx pass `name` on a converted module; `jx-canonicalize` binds primitives with new
+    parameters, so it gets the side table to add them to."""
+    if PASSES[name] is CanonicalizePass:
+        canonicalize(converted.module, converted.table)
+    else:
+        PASSES[name]().apply(Context(), converted.module)
 
 _DATA_DEPENDENT = (
     jax.errors.ConcretizationTypeError,
@@ -289,7 +299,7 @@ class Planned:
         func_name = name if name.isidentifier() else "main"
         converted = convert(closed, func_name)
         for pass_name in self.passes:
-            PASSES[pass_name]().apply(Context(), converted.module)
+            _run_pass(pass_name, converted)
         return _Traced(closed, out_tree, converted)
 
     def trace(self, *args, **kwargs) -> core.ClosedJaxpr:
@@ -392,7 +402,8 @@ def planned(
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
     jax arrays. `measure_memory=True` samples the bytes in use after every op into
     `last_run`. `passes` are the jx passes run, in order, on the module before it is planned
-    (default `("jx-dce",)`: what nothing needs is removed; `"jx-fuse"`: elementwise chains become one
+    (default `("jx-dce",)`: what nothing needs is removed; `"jx-canonicalize"`: transposes, round
+    trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise chains become one
     `jx.fused` op, planned and run as one kernel; `()`: the jaxpr as traced).
     """
     options = dict(

@@ -101,6 +101,11 @@ def convert(closed: core.ClosedJaxpr, name: str = "main") -> Converted:
     return Converted(ModuleOp([func]), table)
 
 
+def printable_params(params: dict[str, Any]) -> dict[str, str]:
+    """A primitive's parameters as `jx.prim` shows them: readable strings, None left out."""
+    return {k: _printable(v) for k, v in params.items() if v is not None}
+
+
 def _printable(value: Any) -> str:
     if isinstance(value, (core.Jaxpr, core.ClosedJaxpr)):
         jaxpr = value.jaxpr if isinstance(value, core.ClosedJaxpr) else value
@@ -199,8 +204,7 @@ class _Converter:
 
     def prim(self, block: Block, primitive, params, args, out_avals, has_effect: bool = False) -> Sequence[SSAValue]:
         key = self.table.add(Binding(primitive, dict(params)))
-        printable = {k: _printable(v) for k, v in params.items() if v is not None}
-        op = jx.PrimOp(primitive.name, key, args, [tensor_type(a) for a in out_avals], printable, has_effect)
+        op = jx.PrimOp(primitive.name, key, args, [tensor_type(a) for a in out_avals], printable_params(params), has_effect)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
 

@@ -28,18 +28,24 @@ from jaxalloc.inplace import ELEMENTWISE
 
 def fusible(op: Operation) -> bool:
     """Elementwise ops of operands of their own shape fuse: a kernel computes them element by element,
-    in registers. A scalar operand is read as it is, except by a division: of an operand with fewer
+    in registers. A scalar operand, or one with size 1 where the result is larger (the op broadcasts
+    it, as after `jx-canonicalize`), is read as it is, except by a division: of an operand with fewer
     elements XLA computes what it can once, before the loop over elements, in memory of its own
     that no plan would see (1 / x for a division by x)."""
     if not isinstance(op, jx.PrimOp) or op.primitive.data not in ELEMENTWISE or len(op.results) != 1:
         return False
     shape = op.results[0].type.get_shape()
-    scalars = op.primitive.data not in _HOISTED
-    return all(v.type.get_shape() == shape or (scalars and not v.type.get_shape()) for v in op.operands)
+    smaller = op.primitive.data not in _HOISTED
+    return all(v.type.get_shape() == shape or (smaller and _broadcasts_to(v.type.get_shape(), shape)) for v in op.operands)
+
+
+def _broadcasts_to(operand: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """A scalar, or an operand of the result's rank with size 1 where the result's size differs."""
+    return not operand or len(operand) == len(shape) and all(d in (1, s) for d, s in zip(operand, shape))
 
 
 _HOISTED = frozenset({"div", "rem", "pow", "atan2"})
-"""Elementwise primitives whose scalar operand XLA turns into something computed once."""
+"""Elementwise primitives whose smaller operand XLA turns into something computed once."""
 
 
 def _consumer(op: Operation) -> Operation | None:

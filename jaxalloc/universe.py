@@ -33,6 +33,12 @@ def _dce():
     return DeadCodePass
 
 
+def _canonicalize():
+    from jaxalloc.canonicalize import CanonicalizePass
+
+    return CanonicalizePass
+
+
 def _fuse():
     from jaxalloc.fusion import FusePass
 
@@ -50,6 +56,7 @@ JAXALLOC_UNIVERSE = Universe(
     all_passes={
         "jx-liveness": _liveness,
         "jx-dce": _dce,
+        "jx-canonicalize": _canonicalize,
         "jx-fuse": _fuse,
         "jx-assign-buffers": _assign_buffers,
         "jx-verify-plan": _verify_plan,

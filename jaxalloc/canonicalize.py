@@ -1,0 +1,448 @@
+"""`jx-canonicalize`: rewrites that remove values a jaxpr spells out and XLA would never keep.
+
+A jaxpr writes out every layout change and round trip that XLA's algebraic simplifier folds away
+before it assigns buffers: a transpose feeding a matmul becomes the matmul's dimension numbers, a
+transpose of a transpose one transpose (or none), a round trip through a wider type nothing, a
+broadcast into an elementwise op the op's own implicit broadcasting, a reduction over dimensions
+of size 1 a reshape (a view). Each rewrite gives the values `jax.jit` gives (XLA rewrites the same
+way) and keeps a value alive longer only in place of a removed one at least as large, so no plan
+after it needs more memory.
+
+A rewrite that binds a primitive with new parameters adds a binding to the side table
+(`BindTable`) where there is one. IR read from text (`xdsl-opt`) has none: the rewritten op then
+takes a fresh key, and its printed `params` change the same way in both cases.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+from jax import lax
+from xdsl.context import Context
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Operation, SSAValue, Use
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from jaxalloc.dialects import jx
+from jaxalloc.frontend import Binding, BindTable, printable_params
+from jaxalloc.types import dtype_of
+
+UNREADABLE = object()
+"""A parameter whose printed form does not parse back (IR read from text): no rewrite uses it."""
+
+_NUMPY_SCALAR = re.compile(r"np\.\w+\(([^()]*)\)")
+"""`np.int64(0)` as the IR prints a numpy scalar: read as `0`."""
+
+_PRECISION = re.compile(r"Precision\.(\w+)")
+"""`Precision.HIGHEST` as the IR prints a matmul precision: read back by name."""
+
+IMPLICIT_BROADCAST = frozenset(
+    {
+        "add", "and", "atan2", "div", "eq", "ge", "gt", "igamma", "igammac", "le", "lt",
+        "max", "min", "mul", "ne", "nextafter", "or", "pow", "rem", "shift_left",
+        "shift_right_arithmetic", "shift_right_logical", "sub", "xor",
+    }
+)
+"""Binary elementwise primitives that broadcast a smaller operand themselves: a rank-0 one, or one of
+the result's rank with size 1 where the result is larger (`select_n`, `clamp` and autodiff's
+`add_any` do not)."""
+
+REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"})
+"""Reductions whose value over one element is that element (XLA folds them into a reshape)."""
+
+
+@dataclass
+class Rebinder:
+    """Reads the bind parameters of ops and makes the keys of the ops rewrites create: new entries
+    of the side table, or fresh keys past the module's largest where there is no table."""
+
+    table: BindTable | None
+    next_key: int
+
+    @classmethod
+    def of(cls, module: ModuleOp, table: BindTable | None) -> Rebinder:
+        if table is not None:
+            return cls(table, len(table.entries))
+        keys = [op.key.data for op in module.walk() if isinstance(op, jx.PrimOp | jx.ConstOp)]
+        return cls(None, max(keys, default=-1) + 1)
+
+    def param(self, op: jx.PrimOp, name: str) -> Any:
+        """A bind parameter of `op`: from the table, else parsed from its printed form; None where
+        it is None (not printed), `UNREADABLE` where the printed form does not parse."""
+        if self.table is not None:
+            return self.table[op.key.data].params.get(name)
+        text = op.params.data.get(name)
+        if text is None:
+            return None
+        try:
+            value = ast.literal_eval(_PRECISION.sub(r"'\1'", _NUMPY_SCALAR.sub(r"\1", text.data)))
+            return _precisions(value) if name == "precision" else value
+        except (ValueError, SyntaxError, KeyError):
+            return UNREADABLE
+
+    def _key(self, primitive, params: dict[str, Any]) -> int:
+        if self.table is not None:
+            return self.table.add(Binding(primitive, params))
+        self.next_key += 1
+        return self.next_key - 1
+
+    def rebuild(self, op: jx.PrimOp, operands, result_type, **changes) -> jx.PrimOp:
+        """`op`'s primitive applied to `operands`, with the parameters `changes` names changed."""
+        key, printed = op.key.data, dict(op.params.data)
+        if changes:
+            binding = self.table[key] if self.table is not None else Binding(None, {})
+            key = self._key(binding.primitive, {**binding.params, **changes})
+            shown = printable_params(changes)
+            for name in changes:  # in place, so the params print in their order
+                if name in shown:
+                    printed[name] = StringAttr(shown[name])
+                else:
+                    printed.pop(name, None)
+        return _located(jx.PrimOp(op.primitive.data, key, operands, [result_type], DictionaryAttr(printed)), op)
+
+    def reshape(self, value: SSAValue, shape: tuple[int, ...], like: Operation) -> jx.PrimOp:
+        """A `reshape` of `value` to `shape` (a view: it takes no memory), at `like`'s source line."""
+        primitive, params = _reshape_binding(_shape(value), shape)
+        key = self._key(primitive, dict(params))
+        result_type = TensorType(value.type.element_type, shape)
+        return _located(jx.PrimOp("reshape", key, [value], [result_type], printable_params(params)), like)
+
+
+def _precisions(value: Any) -> Any:
+    """A `dot_general` precision read from text: names back to `lax.Precision`s."""
+    if isinstance(value, tuple):
+        return tuple(_precisions(v) for v in value)
+    return lax.Precision[value] if isinstance(value, str) else value
+
+
+@functools.lru_cache(maxsize=None)
+def _reshape_binding(source: tuple[int, ...], shape: tuple[int, ...]):
+    """The primitive and bind parameters of `lax.reshape` from `source` to `shape`, as JAX traces it."""
+    (eqn,) = jax.make_jaxpr(lambda x: lax.reshape(x, shape))(jax.ShapeDtypeStruct(source, np.float32)).eqns
+    return eqn.primitive, dict(eqn.params)
+
+
+def _located(op: jx.PrimOp, like: Operation) -> jx.PrimOp:
+    op.location = like.location
+    return op
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape())
+
+
+def _is(op: Operation | None, *names: str) -> bool:
+    return isinstance(op, jx.PrimOp) and op.primitive.data in names
+
+
+def _defined_by(value: SSAValue, *names: str) -> jx.PrimOp | None:
+    """The op defining `value` where it is one of the primitives `names`, else None."""
+    op = value.owner
+    return op if _is(op, *names) else None
+
+
+def _users(value: SSAValue) -> list[Operation]:
+    """The ops using `value`, each once, in the order of its uses."""
+    return list(dict.fromkeys(use.operation for use in value.uses))
+
+
+def _replace(rewriter: PatternRewriter, op: Operation, value: SSAValue) -> None:
+    """Every use of `op`'s result reads `value` instead; `op` goes."""
+    rewriter.replace(op, [], [value])
+
+
+def _unset(op: jx.PrimOp, rebind: Rebinder, *names: str) -> bool:
+    """Whether the parameters `names` of `op` are all None (no sharding, no reshape that transposes
+    first): the rewrites handle only those."""
+    return all(rebind.param(op, name) is None for name in names)
+
+
+@dataclass
+class TransposeIntoDot(RewritePattern):
+    """A transpose read only by `dot_general`s becomes their dimension numbers. A transposed operand
+    only changes which of its dimensions contract, batch or stay free; the free ones appear in the
+    result in the operand's own order, so the fold applies where the transpose keeps their order."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, "transpose") or not op.res[0].uses:
+            return
+        perm = self.rebind.param(op, "permutation")
+        if not isinstance(perm, tuple):
+            return
+        folded = []
+        for dot in _users(op.res[0]):
+            dims = self.rebind.param(dot, "dimension_numbers") if _is(dot, "dot_general") else None
+            for side in (0, 1):
+                if isinstance(dims, tuple) and dot.args[side] is op.res[0]:
+                    dims = _fold_operand(dims, side, perm)
+            if not isinstance(dims, tuple):
+                return
+            folded.append((dot, dims))
+        for dot, dims in folded:
+            operands = [op.args[0] if v is op.res[0] else v for v in dot.args]
+            rewriter.replace(dot, self.rebind.rebuild(dot, operands, dot.res[0].type, dimension_numbers=dims))
+        rewriter.erase(op)
+
+
+def _fold_operand(dims: tuple, side: int, perm: tuple[int, ...]) -> tuple | None:
+    """`dot_general` dimension numbers reading the transpose's operand at `side` (0: lhs) instead
+    of the transpose by `perm`, or None where its free dimensions would come out in another order."""
+    (contract, batch) = dims[0][side], dims[1][side]
+    free = [perm[d] for d in range(len(perm)) if d not in contract and d not in batch]
+    if free != sorted(free):
+        return None
+    contract, batch = tuple(perm[d] for d in contract), tuple(perm[d] for d in batch)
+    return (_put(dims[0], side, contract), _put(dims[1], side, batch))
+
+
+def _put(pair: tuple, side: int, value: tuple) -> tuple:
+    return (value, pair[1]) if side == 0 else (pair[0], value)
+
+
+@dataclass
+class DotIntoTranspose(RewritePattern):
+    """A transpose that swaps a `dot_general` result's lhs and rhs free dimensions (the weight
+    gradient of a matmul, `(x.T @ g).T`) becomes the `dot_general` with its operands swapped."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        dot = _defined_by(op.args[0], "dot_general") if _is(op, "transpose") else None
+        if dot is None or not dot.res[0].has_one_use():
+            return
+        perm, dims = self.rebind.param(op, "permutation"), self.rebind.param(dot, "dimension_numbers")
+        precision = self.rebind.param(dot, "precision")
+        if not isinstance(perm, tuple) or not isinstance(dims, tuple) or precision is UNREADABLE:
+            return
+        (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dims
+        lhs, rhs = dot.args
+        batch = len(lhs_batch)
+        lhs_free = len(_shape(lhs)) - len(lhs_contract) - batch
+        rhs_free = len(_shape(rhs)) - len(rhs_contract) - batch
+        middle = batch + lhs_free
+        if perm != (*range(batch), *range(middle, middle + rhs_free), *range(batch, middle)):
+            return
+        changes: dict[str, Any] = {"dimension_numbers": ((rhs_contract, lhs_contract), (rhs_batch, lhs_batch))}
+        if isinstance(precision, tuple):
+            changes["precision"] = precision[::-1]
+        swapped = self.rebind.rebuild(dot, [rhs, lhs], op.res[0].type, **changes)
+        rewriter.insert(swapped, InsertPoint.before(dot))
+        _replace(rewriter, op, swapped.res[0])
+        rewriter.erase(dot)
+
+
+@dataclass
+class ComposeTransposes(RewritePattern):
+    """A transpose of a transpose read only there is one transpose, or none where they cancel."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, "transpose"):
+            return
+        perm = self.rebind.param(op, "permutation")
+        if not isinstance(perm, tuple):
+            return
+        if perm == tuple(range(len(perm))):
+            _replace(rewriter, op, op.args[0])
+            return
+        inner = _defined_by(op.args[0], "transpose")
+        first = self.rebind.param(inner, "permutation") if inner is not None else None
+        if not isinstance(first, tuple) or not inner.res[0].has_one_use():
+            return
+        composed = tuple(first[d] for d in perm)
+        if composed == tuple(range(len(composed))):
+            _replace(rewriter, op, inner.args[0])
+        else:
+            rewriter.replace(op, self.rebind.rebuild(op, [inner.args[0]], op.res[0].type, permutation=composed))
+        rewriter.erase(inner)
+
+
+@dataclass
+class ComposeReshapes(RewritePattern):
+    """A reshape (or squeeze) of a reshape (or squeeze) is one reshape, and one to its operand's
+    shape is its operand. Reshapes are views, so this removes values, not memory."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not self.plain(op):
+            return
+        if _shape(op.args[0]) == _shape(op.res[0]):
+            _replace(rewriter, op, op.args[0])
+            return
+        inner = op.args[0].owner
+        if not self.plain(inner):
+            return
+        source = inner.args[0]
+        if _is(op, "reshape"):
+            rewriter.replace(op, self.rebind.rebuild(op, [source], op.res[0].type))
+        else:
+            rewriter.replace(op, self.rebind.reshape(source, _shape(op.res[0]), like=op))
+        if not inner.res[0].uses:
+            rewriter.erase(inner)
+
+    def plain(self, op: Operation | None) -> bool:
+        """A squeeze, or a reshape that neither transposes first nor shards."""
+        if _is(op, "squeeze"):
+            return True
+        return _is(op, "reshape") and _unset(op, self.rebind, "dimensions", "sharding")
+
+
+@dataclass
+class DropConvertRoundTrip(RewritePattern):
+    """A conversion back from a type that holds every value of the original exactly (f32 -> f64 ->
+    f32, i8 -> i32 -> i8, bool -> f32 -> bool) is the original value; f32 -> f16 -> f32 is not."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        inner = _defined_by(op.args[0], "convert_element_type") if _is(op, "convert_element_type") else None
+        if inner is None or not inner.res[0].has_one_use() or inner.args[0].type != op.res[0].type:
+            return
+        if not _unset(op, self.rebind, "sharding") or not _unset(inner, self.rebind, "sharding"):
+            return
+        if not exact_widening(inner.args[0].type.element_type, inner.res[0].type.element_type):
+            return
+        _replace(rewriter, op, inner.args[0])
+        rewriter.erase(inner)
+
+
+def exact_widening(source, target) -> bool:
+    """Whether every value of element type `source` converts to `target` and back unchanged."""
+    if isinstance(source, jx.KeyType) or isinstance(target, jx.KeyType):
+        return False
+    return bool(np.can_cast(dtype_of(source), dtype_of(target), casting="safe"))
+
+
+@dataclass
+class BroadcastOfUnitDims(RewritePattern):
+    """A broadcast that only inserts dimensions of size 1 (`x[:, None]`, keepdims) keeps the element
+    count: it is a reshape, a view of its operand."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, "broadcast_in_dim") or len(op.args) != 1 or not _unset(op, self.rebind, "sharding"):
+            return
+        source, shape = op.args[0], _shape(op.res[0])
+        if math.prod(_shape(source)) != math.prod(shape):
+            return
+        if _shape(source) == shape:
+            _replace(rewriter, op, source)
+        else:
+            rewriter.replace(op, self.rebind.reshape(source, shape, like=op))
+
+
+@dataclass
+class ImplicitBroadcast(RewritePattern):
+    """A broadcast read only by binary elementwise ops whose other operand has the result's shape
+    becomes their own broadcasting of a view of its operand with size-1 dimensions (or of a scalar
+    itself), as in XLA, where a broadcast never has memory of its own inside a fusion."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, "broadcast_in_dim") or len(op.args) != 1 or not _unset(op, self.rebind, "sharding"):
+            return
+        dims = self.rebind.param(op, "broadcast_dimensions")
+        if not isinstance(dims, tuple) or not op.res[0].uses or not all(map(_broadcasts_implicitly, op.res[0].uses)):
+            return
+        source, shape = op.args[0], [1] * len(_shape(op.res[0]))
+        for d, size in zip(dims, _shape(source), strict=True):
+            shape[d] = size
+        if not _shape(source) or _shape(source) == tuple(shape):
+            _replace(rewriter, op, source)
+        else:
+            rewriter.replace(op, self.rebind.reshape(source, tuple(shape), like=op))
+
+
+def _broadcasts_implicitly(use: Use) -> bool:
+    """Whether the op of `use` would broadcast a smaller operand in its place: a binary elementwise
+    op whose other operand has its result's shape."""
+    op = use.operation
+    if not _is(op, *IMPLICIT_BROADCAST) or len(op.results) != 1:
+        return False
+    shape = _shape(op.results[0])
+    return any(i != use.index and _shape(v) == shape for i, v in enumerate(op.operands))
+
+
+@dataclass
+class ReductionOfUnitDims(RewritePattern):
+    """A reduction over dimensions of size 1 only reduces one element into each result element: a
+    reshape."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, *REDUCTIONS) or len(op.args) != 1 or not _unset(op, self.rebind, "out_sharding"):
+            return
+        axes, source = self.rebind.param(op, "axes"), op.args[0]
+        if not isinstance(axes, tuple) or any(_shape(source)[a] != 1 for a in axes):
+            return
+        if _shape(source) == _shape(op.res[0]):
+            _replace(rewriter, op, source)
+        else:
+            rewriter.replace(op, self.rebind.reshape(source, _shape(op.res[0]), like=op))
+
+
+@dataclass
+class DropStopGradient(RewritePattern):
+    """`stop_gradient` only matters to differentiation, which is over once a program is traced."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if _is(op, "stop_gradient") and len(op.args) == 1:
+            _replace(rewriter, op, op.args[0])
+
+
+PATTERNS = (
+    TransposeIntoDot,
+    DotIntoTranspose,
+    ComposeTransposes,
+    ComposeReshapes,
+    DropConvertRoundTrip,
+    BroadcastOfUnitDims,
+    ImplicitBroadcast,
+    ReductionOfUnitDims,
+    DropStopGradient,
+)
+"""Every rewrite of `jx-canonicalize`, tried in this order on each op."""
+
+
+def canonicalize(module: ModuleOp, table: BindTable | None = None, patterns=PATTERNS) -> None:
+    """Apply `patterns` everywhere in `module` (loop bodies and branches included) until none
+    applies; new bindings go into `table` where there is one."""
+    rebind = Rebinder.of(module, table)
+    applier = GreedyRewritePatternApplier([pattern(rebind) for pattern in patterns], dce_enabled=False)
+    PatternRewriteWalker(applier, apply_recursively=True).rewrite_module(module)
+
+
+@dataclass(frozen=True)
+class CanonicalizePass(ModulePass):
+    """Removes the values of transposes, round trips, broadcasts and reshapes that XLA folds away.
+
+    `planned(f, passes=("jx-canonicalize",))` runs it with the module's side table, so that the ops
+    it rebinds run; on IR text alone they only print."""
+
+    name = "jx-canonicalize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        canonicalize(op)

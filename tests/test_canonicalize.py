@@ -1,0 +1,304 @@
+"""`jx-canonicalize`: each rewrite gives `jax.jit`'s values, its new bindings print as they bind,
+and every program it changes runs checked (the sanitizer) with a plan the static checker accepts."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from corpus_programs import PROGRAMS as CORPUS
+from differential import check_program
+from jax import lax
+from jax._src.ad_util import add_jaxvals_p
+from random_programs import random_program
+from test_random_programs import CopiedBytes, check_random_program
+
+import jaxalloc
+from jaxalloc.canonicalize import IMPLICIT_BROADCAST, canonicalize, exact_widening
+from jaxalloc.dialects import jx
+from jaxalloc.frontend import parse_module, printable_params
+from jaxalloc.fusion import FusedBinding
+from jaxalloc.types import dtype_of, element_type
+
+CANON = ("jx-dce", "jx-canonicalize")
+
+
+def _lowered(fn, *args, passes=CANON):
+    """The jx module of `fn(*args)` after `passes`, and its side table."""
+    traced = jaxalloc.planned(fn, passes=passes)._traced(args, {})
+    return traced.converted.module, traced.converted.table
+
+
+def _primitives(module) -> list[str]:
+    return [op.primitive.data for op in module.walk() if isinstance(op, jx.PrimOp)]
+
+
+def _is_prim(op, name: str) -> bool:
+    return isinstance(op, jx.PrimOp) and op.primitive.data == name
+
+
+def _checked(fn, *args, passes=CANON) -> jaxalloc.Planned:
+    """The sanitizer run equals `jax.jit`, copies nothing, and the plan passes the static checker."""
+    planned = check_program(fn, *args, mode="checked", passes=passes)
+    assert planned.last_run.copied_bytes == 0
+    planned.plan(*args).check()
+    return planned
+
+
+@functools.cache
+def _changed_corpus() -> list:
+    """The corpus programs in which `jx-canonicalize` changes something."""
+    return [
+        p for p in CORPUS
+        if str(jaxalloc.planned(p.fn).lower(*p.make_args())) != str(_lowered(p.fn, *p.make_args())[0])
+    ]
+
+
+# --- each rewrite, and the cases it must leave alone -------------------------------------------
+
+X = jnp.linspace(-2.0, 2.0, 4 * 8 * 6).reshape(4, 8, 6)
+W = jnp.linspace(-1.0, 1.0, 6 * 8).reshape(6, 8)
+
+
+def test_a_transpose_feeding_matmuls_becomes_their_dimension_numbers():
+    def fn(x, w):
+        return x.transpose(0, 2, 1) @ w.T, x @ x.transpose(0, 2, 1)  # both operands; a batched one
+
+    module, table = _lowered(fn, X, W)
+    assert "transpose" not in _primitives(module)
+    dots = [op for op in module.walk() if _is_prim(op, "dot_general")]
+    assert [table[op.key.data].params["dimension_numbers"] for op in dots] == [
+        (((1,), (1,)), ((), ())),
+        (((2,), (2,)), ((0,), (0,))),
+    ]
+    _checked(fn, X, W)
+
+
+def test_a_transpose_that_reorders_free_dimensions_stays():
+    """dot_general keeps an operand's free dims in the operand's order: `x.transpose(2, 1, 0)`
+    contracting its last dim has free dims (6, 8), which x itself would give as (8, 6)."""
+
+    def fn(x, y):
+        return lax.dot_general(x.transpose(2, 1, 0), y, (((2,), (0,)), ((), ())))
+
+    y = jnp.linspace(0.0, 1.0, 4 * 3).reshape(4, 3)
+    module, _ = _lowered(fn, X, y)
+    assert _primitives(module).count("transpose") == 1
+    _checked(fn, X, y)
+
+
+def test_a_transposed_matmul_result_swaps_the_operands():
+    def fn(a, b):
+        return (a @ b).transpose(0, 2, 1), lax.dot_general(a[0], b[0], (((1,), (0,)), ((), ())), precision=(
+            lax.Precision.HIGHEST, lax.Precision.DEFAULT)).T
+
+    a, b = X[:, :, :3], jnp.linspace(-1.0, 1.0, 4 * 3 * 5).reshape(4, 3, 5)
+    module, table = _lowered(fn, a, b)
+    assert "transpose" not in _primitives(module)
+    dots = [op for op in module.walk() if _is_prim(op, "dot_general")]
+    assert [tuple(op.res[0].type.get_shape()) for op in dots] == [(4, 5, 8), (5, 8)]
+    assert table[dots[0].key.data].params["dimension_numbers"] == (((1,), (2,)), ((0,), (0,)))
+    assert table[dots[1].key.data].params["precision"] == (lax.Precision.DEFAULT, lax.Precision.HIGHEST)
+    _checked(fn, a, b)
+
+
+def test_transposes_of_transposes_compose_or_cancel():
+    def fn(x):
+        return x.transpose(1, 0, 2).transpose(0, 2, 1) * 2.0, x.transpose(2, 0, 1).transpose(1, 2, 0) + 1.0
+
+    module, table = _lowered(fn, X)
+    (transpose,) = [op for op in module.walk() if _is_prim(op, "transpose")]
+    assert table[transpose.key.data].params["permutation"] == (1, 2, 0)
+    _checked(fn, X)
+
+
+def test_reshapes_of_reshapes_become_one_or_none():
+    def fn(x):
+        return x.reshape(8, 24).reshape(192) + 1.0, jnp.squeeze(x.reshape(1, 192)).reshape(4, 8, 6) * 3.0
+
+    module, _ = _lowered(fn, X)
+    assert _primitives(module).count("reshape") == 1 and "squeeze" not in _primitives(module)
+    _checked(fn, X)
+
+
+@pytest.mark.parametrize(
+    "source, wide",
+    [(jnp.float16, jnp.float32), (jnp.bfloat16, jnp.float32), (jnp.int8, jnp.int32), (jnp.uint8, jnp.int16), (jnp.bool_, jnp.float32)],
+)
+def test_an_exact_round_trip_of_conversions_goes(source, wide):
+    if jnp.issubdtype(source, jnp.floating):  # zeros of both signs, subnormals, the largest, inf, NaN
+        x = jnp.asarray([0.0, -0.0, 1.5, -2.25, 6.1e-5, 3.0e-7, 65504.0, np.inf, -np.inf, np.nan], source)
+    else:
+        x = jnp.asarray({jnp.bool_: [0, 1, 1, 0], jnp.uint8: [0, 1, 255, 7]}.get(source, [0, 1, -1, 127, -128]), source)
+
+    def fn(x):
+        return x.astype(wide).astype(source)
+
+    module, _ = _lowered(fn, x)
+    assert "convert_element_type" not in _primitives(module)
+    planned = _checked(fn, x)
+    assert np.asarray(planned(x)).tobytes() == np.asarray(x).tobytes()  # bit for bit, NaN and -0.0 included
+
+
+@pytest.mark.parametrize("source, narrow", [(jnp.float32, jnp.float16), (jnp.float32, jnp.bfloat16), (jnp.int32, jnp.float32)])
+def test_a_lossy_round_trip_of_conversions_stays(source, narrow):
+    x = jnp.asarray([1.0001, 3.0e-8, 70000.0, 1.0e39 / 1.0e10]) if source is jnp.float32 else jnp.asarray([16777217, -3], source)
+
+    def fn(x):
+        return x.astype(narrow).astype(source)
+
+    module, _ = _lowered(fn, x)
+    assert _primitives(module).count("convert_element_type") == 2
+    planned = _checked(fn, x)
+    assert not np.array_equal(np.asarray(planned(x)), np.asarray(x))
+
+
+def test_exact_widening_table():
+    f32, f64, f16, i32 = (element_type(np.dtype(t)) for t in (np.float32, np.float64, np.float16, np.int32))
+    assert exact_widening(f32, f64) and exact_widening(f16, f32) and exact_widening(i32, f64)
+    assert not exact_widening(f32, f16) and not exact_widening(i32, f32) and not exact_widening(f64, f32)
+
+
+def test_a_broadcast_that_adds_unit_dims_is_a_view():
+    def fn(x):
+        return jnp.tanh(x.sum(-1)[:, :, None])  # (4, 8) -> (4, 8, 1)
+
+    module, _ = _lowered(fn, X)
+    assert "broadcast_in_dim" not in _primitives(module) and "reshape" in _primitives(module)
+    _checked(fn, X)
+
+
+def test_broadcasts_into_elementwise_ops_become_implicit():
+    def fn(x, b, c):
+        bias = x @ W + b  # b: (8,) -> (1, 8), read by add
+        scaled = bias * jnp.full_like(bias, 2.0)  # a scalar's broadcast: the scalar itself
+        return scaled, jnp.broadcast_to(b, (4, 8)) + jnp.broadcast_to(c, (4, 8))
+
+    b, c = jnp.arange(8.0), jnp.arange(4.0)[:, None]
+    module, _ = _lowered(fn, X[0, :4], b, c)
+    shapes = [tuple(op.res[0].type.get_shape()) for op in module.walk() if _is_prim(op, "broadcast_in_dim")]
+    assert shapes == [(4, 8)]  # the last sum must keep one full-shaped operand to keep its shape
+    adds = [op for op in module.walk() if _is_prim(op, "add")]
+    assert [tuple(v.type.get_shape()) for v in adds[0].args] == [(4, 8), (1, 8)]
+    _checked(fn, X[0, :4], b, c)
+
+
+def test_a_broadcast_into_select_stays():
+    def fn(p, x, row):
+        return jnp.where(p, x, jnp.broadcast_to(row, x.shape))
+
+    args = (X[0] > 0, X[0], jnp.arange(6.0))
+    module, _ = _lowered(fn, *args)
+    assert "broadcast_in_dim" in _primitives(module)
+    _checked(fn, *args)
+
+
+@pytest.mark.parametrize("primitive", sorted(IMPLICIT_BROADCAST))
+def test_each_implicitly_broadcasting_primitive_broadcasts(primitive):
+    """The table is right: under tracing, as the executors bind it, each primitive takes a (1, 3)
+    and a rank-0 operand beside a (4, 3) one."""
+    integers = primitive in ("and", "or", "xor") or primitive.startswith("shift")
+    full, row, scalar = (jax.ShapeDtypeStruct(s, np.int32 if integers else np.float32) for s in ((4, 3), (1, 3), ()))
+    bind = getattr(lax, f"{primitive}_p").bind
+    for a, b in ((full, row), (row, full), (full, scalar), (scalar, full)):
+        assert jax.eval_shape(bind, a, b).shape == (4, 3)
+
+
+def test_add_any_does_not_broadcast():
+    with pytest.raises(AssertionError):
+        jax.eval_shape(add_jaxvals_p.bind, jax.ShapeDtypeStruct((4, 3), np.float32), jax.ShapeDtypeStruct((), np.float32))
+
+
+def test_a_reduction_over_unit_dims_is_a_view():
+    def fn(x):
+        y = x[:, :1, :]  # (4, 1, 6)
+        return y.sum(1) * 2.0, y[:1, :, :1].max((0, 2)) + 1.0
+
+    module, _ = _lowered(fn, X)
+    assert not {"reduce_sum", "reduce_max"} & set(_primitives(module))
+    _checked(fn, X)
+
+
+def test_stop_gradient_goes():
+    def fn(x):
+        return jax.nn.softmax(x, axis=-1), lax.stop_gradient(x) * 2.0
+
+    module, _ = _lowered(fn, X)
+    assert "stop_gradient" not in _primitives(module)
+    _checked(fn, X)
+
+
+# --- the programs it changes ----------------------------------------------------------------------
+
+
+def test_new_bindings_print_as_they_bind_and_text_alone_gives_the_same_module():
+    """Every op of a canonicalized corpus program shows its binding's parameters; canonicalizing the
+    printed module without its side table (as `xdsl-opt` does) gives the same text, keys included."""
+    assert len(_changed_corpus()) >= 20
+    for program in _changed_corpus():
+        before = str(jaxalloc.planned(program.fn).lower(*program.make_args()))
+        module, table = _lowered(program.fn, *program.make_args())
+        for op in module.walk():
+            if isinstance(op, jx.PrimOp):
+                binding = table[op.key.data]
+                assert binding.primitive.name == op.primitive.data, program.name
+                assert printable_params(binding.params) == {k: v.data for k, v in op.params.data.items()}, program.name
+        alone = parse_module(before)
+        canonicalize(alone)
+        alone.verify()
+        assert str(alone) == str(module), program.name
+
+
+@pytest.mark.parametrize("program", _changed_corpus(), ids=lambda p: p.name)
+def test_changed_corpus_program_checked(program):
+    _checked(program.fn, *program.make_args())
+
+
+@pytest.mark.parametrize("program", _changed_corpus()[::8], ids=lambda p: p.name)
+def test_changed_corpus_program_checked_after_fusion(program):
+    """A few (the suite's time budget): `jx-fuse` then fuses the broadcasts made implicit."""
+    _checked(program.fn, *program.make_args(), passes=CANON + ("jx-fuse",))
+
+
+@pytest.mark.parametrize("seed", [0, 2, 5])
+def test_random_program_checked(seed):
+    program = random_program(seed)
+    try:
+        planned = check_random_program(program, mode="checked", passes=CANON)
+    except CopiedBytes as e:
+        pytest.xfail(f"seed {seed}: {e}")
+    planned.plan(*program.args).check()
+
+
+def test_it_removes_what_it_promises_on_a_training_step():
+    """The MLP training step's weight gradients, `(x.T @ g).T`, lose their transposes: the bound drops."""
+    program = next(p for p in CORPUS if p.name == "mlp_train_step")
+    plain = jaxalloc.planned(program.fn).plan(*program.make_args())
+    canonical = jaxalloc.planned(program.fn, passes=CANON).plan(*program.make_args())
+    assert canonical.lower_bound < plain.lower_bound and len(canonical.buffers) < len(plain.buffers)
+
+
+def test_a_canonicalized_training_step_runs_compiled():
+    """The rebound matmuls run in the compiled arena too (here after `jx-fuse` as well)."""
+    program = next(p for p in CORPUS if p.name == "mlp_train_step")
+    planned = check_program(program.fn, *program.make_args(), mode="compiled", passes=CANON + ("jx-fuse",))
+    assert planned.last_run.copied_bytes == 0
+
+
+def test_fused_implicit_broadcasts_need_no_memory_of_their_own():
+    """After `jx-canonicalize`, `jx-fuse` takes in the size-1 operands a broadcast left; XLA then
+    broadcasts them inside the kernel, in no temp memory."""
+    program = next(p for p in CORPUS if p.name == "layernorm_train_step")
+    traced = jaxalloc.planned(program.fn, passes=CANON + ("jx-fuse",))._traced(program.make_args(), {})
+    broadcasting = [
+        op for op in traced.converted.module.walk()
+        if isinstance(op, jx.FusedOp) and any(v.type.get_shape() not in ([], op.res[0].type.get_shape()) for v in op.args)
+    ]
+    assert broadcasting
+    for op in broadcasting:
+        operands = [jax.ShapeDtypeStruct(tuple(v.type.get_shape()), dtype_of(v.type.element_type)) for v in op.args]
+        compiled = jax.jit(FusedBinding(op, traced.converted.table).bind).lower(*operands).compile()
+        assert compiled.memory_analysis().temp_size_in_bytes == 0
