@@ -6,7 +6,7 @@ Per program: warm calls (best of `--repeats` after the first) of `jax.jit`, of t
 with their geometric means; then, for the fused kernel, its arena, its own temp memory
 (`memory_analysis()`, beside the arena), the largest single op's operands and results (what that
 temp may be), and the copies of the arena XLA put in the kernel (0 when it updates the arena in
-place). Prints Markdown tables.
+place). Prints Markdown tables; each program's measurements go to stderr as it finishes.
 
     python benchmarks/speed.py [--programs MLP,LSTM] [--repeats N] [--no-op-by-op]
 """
@@ -14,7 +14,9 @@ place). Prints Markdown tables.
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import sys
 import time
 from collections.abc import Callable
 
@@ -139,7 +141,7 @@ def main() -> None:
         if wanted and not any(w.lower() in name.lower() for w in wanted):
             continue
         rows.append((name, measure(fn, args, options.repeats, options.op_by_op)))
-        print(f"measured {name}", flush=True)
+        print(f"measured {name}: {json.dumps(rows[-1][1])}", file=sys.stderr, flush=True)
     print()
     print_tables(rows, options.op_by_op)
 

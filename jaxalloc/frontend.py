@@ -361,10 +361,10 @@ def counted_rounds(eqn: core.JaxprEqn) -> int | None:
 
 def scan_counts(params: dict) -> tuple[int, int]:
     """How many of a scan's operands are constants and carries. JAX 0.10 says so in `num_consts`
-    and `num_carry`; later versions group the operands in `ft_in` (consts, carries, xs)."""
+    and `num_carry`; later versions group the operands in the flat tree `ft_in` (consts, carries, xs)."""
     if "num_consts" in params:
         return params["num_consts"], params["num_carry"]
-    consts, carries, _ = params["ft_in"]
+    consts, carries, _ = params["ft_in"].unpack()
     return len(consts), len(carries)
 
 
