@@ -55,6 +55,9 @@ class Plan:
     example_args: tuple = field(default=(), repr=False, compare=False)
     """The arguments it was planned for (arrays or ShapeDtypeStructs)."""
     example_kwargs: dict = field(default_factory=dict, repr=False, compare=False)
+    source: ModuleOp | None = field(default=None, repr=False, compare=False)
+    """The module as it was before planning (after the jx passes), to plan again with the outputs
+    inside or outside the arena."""
 
     @property
     def problem(self) -> Problem:
@@ -113,20 +116,27 @@ class Plan:
     def compare_xla(self) -> XlaComparison:
         """XLA's argument, output, alias, temp and peak bytes for the same function beside this plan.
 
-        Compiles the function with `jax.jit` (default flags, and on CPU with matmul fusion off too);
-        print the result for a table. Needs a plan made from a function (`planned(f).plan(*args)`).
+        The fair pair is the arena with the outputs inside against XLA's `temp + output - alias`
+        (XLA keeps intermediates in its output allocations), so a plan made with the outputs outside
+        is made again with them inside, from the same module, allocator and alignment; the old pair,
+        outputs outside against temp alone, is kept beside it. Compiles the function with `jax.jit`
+        (default flags, and on CPU with matmul fusion off too); print the result for a table. Needs a
+        plan made from a function (`planned(f).plan(*args)`).
         """
-        if self.function is None:
+        if self.function is None or self.source is None:
             raise JaxallocError("this plan was made from a module, not a function: use planned(f).plan(*args) to compare with XLA")
+        other = make_plan(self.source, self.allocator, self.alignment, include_outputs=not self.include_outputs)
+        inside, outside = (self, other) if self.include_outputs else (other, self)
         return compare_with_xla(
             self.function,
             self.example_args,
             self.example_kwargs,
             allocator=self.allocator,
-            arena_bytes=self.arena_bytes,
-            lower_bound=self.lower_bound,
-            include_outputs=self.include_outputs,
-            total_bytes=self.total_bytes,
+            arena_bytes=inside.arena_bytes,
+            lower_bound=inside.lower_bound,
+            outside_arena_bytes=outside.arena_bytes,
+            outside_lower_bound=outside.lower_bound,
+            total_bytes=inside.total_bytes,
         )
 
     def live_bytes(self) -> np.ndarray:
@@ -312,7 +322,7 @@ def make_plan(
 
     alignment = check_alignment(alignment)
     get_allocator(allocator)
-    module = module.clone()
+    source, module = module, module.clone()
     func = _function(module)
     block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs)
     annotate(func, block_plan)
@@ -328,4 +338,5 @@ def make_plan(
         function=function,
         example_args=tuple(args),
         example_kwargs=dict(kwargs or {}),
+        source=source if function is not None else None,
     )
