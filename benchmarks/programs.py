@@ -104,8 +104,9 @@ LEGEND = (
 )
 
 
-def chosen_programs(description: str, allocators=DEFAULT_ALLOCATORS) -> tuple[list, list[str]]:
-    """The programs and allocators named by `--programs` and `--allocators` on the command line."""
+def chosen_programs(description: str, allocators=DEFAULT_ALLOCATORS, more: Callable[[], list] | None = None) -> tuple[list, list[str]]:
+    """The programs and allocators named by `--programs` and `--allocators` on the command line; `more`
+    builds programs to add after `programs()`."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--programs", help="comma-separated substrings of program names (default: all)")
     parser.add_argument("--allocators", default=",".join(allocators))
@@ -114,7 +115,7 @@ def chosen_programs(description: str, allocators=DEFAULT_ALLOCATORS) -> tuple[li
     unknown = [a for a in allocators if a not in ALLOCATORS]
     if unknown:
         parser.error(f"unknown allocator {unknown[0]!r}; known: {', '.join(ALLOCATORS)}")
-    chosen = programs()
+    chosen = programs() + (more() if more is not None else [])
     if options.programs:
         wanted = options.programs.lower().split(",")
         chosen = [p for p in chosen if any(w in p[0].lower() for w in wanted)]
