@@ -36,6 +36,7 @@ PIPELINES = [
     ("jx-dce", ("jx-dce",)),
     ("+ jx-canonicalize", ("jx-dce", "jx-canonicalize")),
     ("+ jx-fuse", ("jx-dce", "jx-canonicalize", "jx-fuse")),
+    ("+ jx-schedule", ("jx-dce", "jx-canonicalize", "jx-fuse", "jx-schedule")),
 ]
 """(column name, passes) of the bounds of the fair table; the arena is planned after the last."""
 

@@ -31,10 +31,11 @@ from jaxalloc.fusion import FusePass
 from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
 from jaxalloc.plan import Plan, make_plan
 from jaxalloc.sanitizer import CheckedFunctions
+from jaxalloc.schedule import SchedulePass
 
 MODES = ("arena", "compiled", "eager", "checked")
 
-PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass}
+PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass, "jx-schedule": SchedulePass}
 """The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
 
 DEFAULT_PASSES = ("jx-dce",)
@@ -404,7 +405,8 @@ def planned(
     `last_run`. `passes` are the jx passes run, in order, on the module before it is planned
     (default `("jx-dce",)`: what nothing needs is removed; `"jx-canonicalize"`: transposes, round
     trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise chains become one
-    `jx.fused` op, planned and run as one kernel; `()`: the jaxpr as traced).
+    `jx.fused` op, planned and run as one kernel; `"jx-schedule"`: each block's ops reordered to
+    lower the max-live bound; `()`: the jaxpr as traced).
     """
     options = dict(
         static_argnums=static_argnums,

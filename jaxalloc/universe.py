@@ -39,6 +39,12 @@ def _canonicalize():
     return CanonicalizePass
 
 
+def _schedule():
+    from jaxalloc.schedule import SchedulePass
+
+    return SchedulePass
+
+
 def _fuse():
     from jaxalloc.fusion import FusePass
 
@@ -58,6 +64,7 @@ JAXALLOC_UNIVERSE = Universe(
         "jx-dce": _dce,
         "jx-canonicalize": _canonicalize,
         "jx-fuse": _fuse,
+        "jx-schedule": _schedule,
         "jx-assign-buffers": _assign_buffers,
         "jx-verify-plan": _verify_plan,
     },

@@ -1,0 +1,226 @@
+"""`jx-schedule`: reorder the ops of every block to lower the max-live bound.
+
+A jaxpr lists its equations in the order tracing met them: a backward pass may compute a gradient
+long before it is read, a forward pass may start every branch of a sum before finishing one. XLA
+reorders before it assigns buffers (a memory-aware list scheduler, DFS post-order from the
+outputs, and keeps the better). So does this pass, with one more judge: each order is applied to
+the whole module and planned, and the order whose rows have the lowest max-live bound wins; the
+traced order is one of the candidates, so the bound never rises.
+
+An order keeps every data dependence (an op with regions reads whatever its regions read from the
+block around it) and the relative order of the ops with an effect (and of region ops that hold
+one). Constants cost nothing: they live outside the arena.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from jaxalloc.allocators import Problem
+from jaxalloc.allocators.bound import max_live
+from jaxalloc.assignment import plan_function, plan_rows
+from jaxalloc.dialects import jx
+from jaxalloc.inplace import is_view
+from jaxalloc.passes import annotate
+from jaxalloc.types import byte_size
+
+
+@dataclass(frozen=True)
+class SchedulePass(ModulePass):
+    """Reorders every block of every function as the order with the lowest max-live bound does."""
+
+    name = "jx-schedule"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        schedule(op)
+
+
+def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str, int]:
+    """Reorder `module` in place by the best order found; returns the bound (bytes) of each candidate
+    order applied to every block, and of the best found (`best`), so that callers can report what
+    the pass gained. The search starts from the best of those and then, block by block, keeps another
+    order for one block where that lowers the bound, within `budget` more plans."""
+    blocks = list(_blocks(module))
+    names = list(ORDERS)
+    bounds = {name: _bound(_ordered(module, blocks, [name] * len(blocks)), alignment) for name in names}
+    start = min(names, key=lambda name: (bounds[name], names.index(name)))
+    choice, best = [start] * len(blocks), bounds[start]
+    trials = iter(range(budget))
+    for b in range(len(blocks)):
+        for name in names:
+            if name == choice[b] or next(trials, None) is None:
+                continue
+            tried = choice[:b] + [name] + choice[b + 1 :]
+            bound = _bound(_ordered(module, blocks, tried), alignment)
+            if bound < best:
+                choice, best = tried, bound
+    _reorder(blocks, choice)
+    return {**bounds, "best": best}
+
+
+def _ordered(module: ModuleOp, blocks: list[Block], choice: list[str]) -> ModuleOp:
+    """A copy of `module` with each of `blocks` in the order `choice` names for it."""
+    mapping: dict[Block, Block] = {}
+    copy = module.clone(block_mapper=mapping)
+    _reorder([mapping[b] for b in blocks], choice)
+    return copy
+
+
+def _reorder(blocks: list[Block], choice: list[str]) -> None:
+    """Outer blocks first: an order is computed on a block whose nested blocks may be reordered
+    already, which changes none of its own dependences."""
+    for block, name in zip(blocks, choice):
+        graph = _Dependences(block)
+        terminator = block.last_op
+        for op in ORDERS[name](graph):
+            op.detach()
+            block.insert_op_before(op, terminator)
+
+
+def _bound(module: ModuleOp, alignment: int) -> int:
+    """Max-live of the rows the planner makes of `module`'s function, outputs inside the arena (an
+    order that computes an output early holds its memory as long as any other value's)."""
+    func = next(op for op in module.ops if isinstance(op, jx.FuncOp))
+    plan = plan_function(func, allocator="greedy-size", alignment=alignment, include_outputs=True)
+    annotate(func, plan)
+    rows = plan_rows(func, plan)
+    return max_live(Problem.from_intervals([r.size for r in rows], [r.start for r in rows], [r.end for r in rows], alignment=alignment))
+
+
+def _blocks(module: ModuleOp) -> Iterator[Block]:
+    """Every block whose ops are scheduled: functions, loop conditions and bodies, case branches (a
+    fused op's body runs as one kernel: its order is not memory)."""
+    for op in module.walk():
+        if isinstance(op, jx.FuncOp | jx.WhileOp | jx.CaseOp):
+            for region in op.regions:
+                yield from region.blocks
+
+
+class _Dependences:
+    """A block's ops as a dependence graph: what each op waits for, who reads each value."""
+
+    def __init__(self, block: Block) -> None:
+        self.ops = [op for op in block.ops if op is not block.last_op]
+        self.index = {op: i for i, op in enumerate(self.ops)}
+        self.live_out = dict.fromkeys(block.last_op.operands)
+        self.reads: list[list[SSAValue]] = []
+        self.readers: dict[SSAValue, list[Operation]] = {}
+        self.after: list[set[int]] = []
+        last_effect = None
+        for i, op in enumerate(self.ops):
+            reads = list(dict.fromkeys(v for v in _reads(op) if v.owner in self.index))
+            self.reads.append(reads)
+            for v in reads:
+                self.readers.setdefault(v, []).append(op)
+            after = {self.index[v.owner] for v in reads}
+            if _has_effect(op):
+                if last_effect is not None:
+                    after.add(last_effect)
+                last_effect = i
+            self.after.append(after)
+
+    def size(self, value: SSAValue) -> int:
+        """Bytes the value takes of its own: none for a view or a constant."""
+        if isinstance(value.owner, jx.ConstOp) or is_view(value.owner):
+            return 0
+        return byte_size(value.type)
+
+
+def _reads(op: Operation) -> Iterator[SSAValue]:
+    """The values `op` reads, those its regions read from outside it included."""
+    yield from op.operands
+    for inner in op.walk():
+        if inner is not op:
+            for v in inner.operands:
+                if not op.is_ancestor(v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()):
+                    yield v
+
+
+def _has_effect(op: Operation) -> bool:
+    return any(isinstance(inner, jx.PrimOp) and inner.effect is not None for inner in op.walk())
+
+
+def traced(graph: _Dependences) -> list[Operation]:
+    """The order the jaxpr gave."""
+    return list(graph.ops)
+
+
+def memory_aware(graph: _Dependences) -> list[Operation]:
+    """List scheduling: of the ops whose operands are ready, the one that frees the most bytes
+    less what it allocates goes next (ties: the traced order). An op frees the operands it is the
+    last reader of; scores change only when a value is down to its last reader."""
+    n = len(graph.ops)
+    waiting = [len(after) for after in graph.after]
+    successors: list[list[int]] = [[] for _ in range(n)]
+    for i, after in enumerate(graph.after):
+        for j in after:
+            successors[j].append(i)
+    remaining = {v: len(readers) for v, readers in graph.readers.items()}
+    score = [-sum(graph.size(r) for r in op.results) for op in graph.ops]
+    for v, readers in graph.readers.items():
+        if len(readers) == 1 and v not in graph.live_out:
+            score[graph.index[readers[0]]] += graph.size(v)
+    heap = [(-score[i], i) for i in range(n) if waiting[i] == 0]
+    heapq.heapify(heap)
+    done = [False] * n
+    order = []
+    while heap:
+        negative, i = heapq.heappop(heap)
+        if done[i] or -negative != score[i]:
+            continue
+        done[i] = True
+        order.append(graph.ops[i])
+        for v in graph.reads[i]:
+            remaining[v] -= 1
+            if remaining[v] == 1 and v not in graph.live_out:
+                last = next(r for r in graph.readers[v] if not done[graph.index[r]])
+                k = graph.index[last]
+                score[k] += graph.size(v)
+                if waiting[k] == 0:
+                    heapq.heappush(heap, (-score[k], k))
+        for k in successors[i]:
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                heapq.heappush(heap, (-score[k], k))
+    return order
+
+
+def depth_first(graph: _Dependences) -> list[Operation]:
+    """DFS post-order from the block's results and its ops with effects (in their order): each op
+    runs just before its first reader needs it, what it waits for first."""
+    n = len(graph.ops)
+    placed = [False] * n
+    order = []
+    roots = [graph.index[v.owner] for v in graph.live_out if v.owner in graph.index]
+    roots += [i for i, op in enumerate(graph.ops) if _has_effect(op)]
+    roots += range(n)  # what nothing reads, last
+    for root in roots:
+        stack = [(root, iter(sorted(graph.after[root])))]
+        if placed[root]:
+            continue
+        placed[root] = True
+        while stack:
+            i, pending = stack[-1]
+            j = next((j for j in pending if not placed[j]), None)
+            if j is None:
+                stack.pop()
+                order.append(graph.ops[i])
+            else:
+                placed[j] = True
+                stack.append((j, iter(sorted(graph.after[j]))))
+    return order
+
+
+ORDERS: dict[str, Callable[[_Dependences], list[Operation]]] = {
+    "traced": traced,
+    "memory-aware": memory_aware,
+    "depth-first": depth_first,
+}
+"""The candidate orders, by name."""
