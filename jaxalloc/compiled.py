@@ -193,11 +193,14 @@ class CompiledFunctions(ArenaFunctions):
 
     # -- the arena --------------------------------------------------------------------------------
 
-    def read(self, value, layout: Layout) -> jax.Array:
+    def read(self, value, layout: Layout, fenced: bool = True) -> jax.Array:
+        """`value` as an array; `fenced=False` lets XLA fuse the read of the arena into the op that
+        reads it, for an op that cannot merge it with an index of its own."""
+        load = read_bytes if fenced else _slice
         if isinstance(value, At):
-            return from_bytes(read_bytes(self.bytes, value.offset, layout.nbytes), layout)
+            return from_bytes(load(self.bytes, value.offset, layout.nbytes), layout)
         if isinstance(value, Either):  # both read, one chosen: a branch over the arena would need all of it
-            inside = from_bytes(read_bytes(self.bytes, value.offset, layout.nbytes), layout)
+            inside = from_bytes(load(self.bytes, value.offset, layout.nbytes), layout)
             return jax.tree.map(lambda a, b: lax.select(jnp.broadcast_to(value.inside, a.shape), a, b), inside, value.value)
         return value
 
@@ -309,7 +312,8 @@ class CompiledFunctions(ArenaFunctions):
                 return (source,)  # the operand's bytes, read as the result's type
             if isinstance(source, Either):
                 return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
-        inputs = tuple(self.read(v, l) for v, l in zip(args, layout.inputs))
+        fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
+        inputs = tuple(self.read(v, l, fenced) for v, l in zip(args, layout.inputs))
         results = binding.bind(*inputs)
         return tuple(r if p is None else self.write(r, l, p) for r, p, l in zip(results, places, layout.outputs))
 
@@ -455,6 +459,18 @@ class CompiledFunctions(ArenaFunctions):
                            [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], ["either"])[0]
 
 
+INDEXED = frozenset(
+    {"dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul",
+     "scatter-min", "scatter-max"}
+)
+"""Primitives that clamp or drop indices into an operand: XLA's simplifier would merge the slice of
+the arena that reads the operand with them, and clamp to the arena instead (`arena.read_bytes`)."""
+
+
+def _slice(arena: jax.Array, offset, nbytes: int) -> jax.Array:
+    return lax.dynamic_slice(arena, (offset,), (nbytes,))
+
+
 def _due(ring: _Ring, round_):
     """Whether round `round_` (at least 1) reads the ring rather than an init operand."""
     return True if len(ring.initial) <= 1 else round_ >= len(ring.initial)
@@ -473,7 +489,8 @@ class CompiledRun:
             interpreter.register_implementations(functions)
             outputs = interpreter.call_op(func_name, (arena, *args))
             low, high = functions.copied
-            return functions.bytes, (low, high), functions.wrong_rounds, outputs
+            status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
+            return functions.bytes, status, outputs
 
         self.kernel = jax.jit(kernel, donate_argnums=0)
 
@@ -481,9 +498,10 @@ class CompiledRun:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
             self._arena = jnp.zeros((self.arena_bytes,), jnp.uint8)
-        arena, (low, high), wrong, outputs = self.kernel(self._arena, *args)
-        self._arena = arena
-        return outputs, int(low) + (int(high) << 20), bool(wrong)
+        self._arena, status, outputs = self.kernel(self._arena, *args)
+        # one small transfer: reading each scalar apart costs a device-to-host round trip each
+        low, high, wrong = np.asarray(status).tolist()
+        return outputs, low + (high << 20), bool(wrong)
 
     @property
     def arena(self) -> jax.Array | None:
