@@ -17,9 +17,11 @@ does not depend on a read of the bytes before it, for it orders work by data alo
 `lax.optimization_barrier` is gone before fusion, so it orders nothing). So every value computed
 out of the arena goes back into it: the plan keeps outputs inside the arena, and a move of values
 between slots reads each source just before it writes it, where no source can lie where an
-earlier move writes. Every read of the arena is behind a barrier of its own (`arena.read_bytes`),
-so XLA cannot merge the arena slice with a program's `dynamic_slice` of the value (the merged
-slice would clamp its start to the arena, not to the value). `benchmarks/speed.py` counts the
+earlier move writes. A read of the arena by an op that indexes into
+its operand (`dynamic_slice`, `gather`, `scatter`: `INDEXED`) is behind a barrier of its own
+(`arena.read_bytes`), so XLA cannot merge the arena slice with the op's own index (the merged
+slice would clamp its start to the arena, not to the value); other ops read the arena unfenced,
+and XLA fuses the read into them. `benchmarks/speed.py` counts the
 arena copies left in each compiled kernel.
 
 A loop's condition runs at the end of the body that precedes it (and once before the loop), so
