@@ -7,7 +7,8 @@ array) at their planned offsets, binds its primitive and writes its results back
 `jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each carried
 value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer update),
 so no value moves between rounds. `jx.case` becomes `lax.switch` over the arena. The arena is
-donated to every call and handed back, one buffer updated in place from call to call.
+donated to every call and handed back, one buffer updated in place from call to call. Donated
+arguments (`mem.args`) are written at their slots as the kernel starts, and donated to it too.
 
 Honest memory: XLA must update the arena in place and keep values where the plan put them.
 Offsets are constants in the kernel, so XLA may forward a value written at one offset to a later
@@ -35,6 +36,7 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +51,7 @@ from xdsl.ir import Operation
 from jaxalloc.arena import Layout, from_bytes, layout_of, read_bytes, to_bytes
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
-from jaxalloc.interpreter import ArenaFunctions, JxFunctions, replace, twice
+from jaxalloc.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,15 @@ class CompiledFunctions(ArenaFunctions):
         outputs = op.body.block.last_op.operands
         return tuple(self.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
 
+    def arguments(self, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        """Donated arguments (`mem.args`) are written at their slots as the kernel starts; the kernel
+        donates them to XLA, which may free them or give their memory to an output."""
+        args = JxFunctions.arguments(self, op, args)
+        donated = donated_slots(op)
+        return replace(args, list(donated), [
+            self.write(args[k], layout_of(op.body.block.args[k].type), offset) for k, offset in donated.items()
+        ])
+
     def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
         layout = self.layouts.get(op) or self.layout(op)
         places = layout.offsets or tuple(self.where(p) for p in layout.places)
@@ -463,8 +474,9 @@ def _due(ring: _Ring, round_):
 class CompiledRun:
     """One planned module as one jitted function over a persistent, donated arena."""
 
-    def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions):
-        self.arena_bytes = arena_bytes
+    def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
+                 donated: Sequence[int] = ()):
+        self.arena_bytes, self.donated = arena_bytes, tuple(donated)
         self._arena: jax.Array | None = None
 
         def kernel(arena, *args):
@@ -475,13 +487,18 @@ class CompiledRun:
             low, high = functions.copied
             return functions.bytes, (low, high), functions.wrong_rounds, outputs
 
-        self.kernel = jax.jit(kernel, donate_argnums=0)
+        self.kernel = jax.jit(kernel, donate_argnums=(0, *(1 + k for k in self.donated)))
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
             self._arena = jnp.zeros((self.arena_bytes,), jnp.uint8)
-        arena, (low, high), wrong, outputs = self.kernel(self._arena, *args)
+        if self.donated:
+            with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
+                warnings.filterwarnings("ignore", "Some donated buffers were not usable")
+                arena, (low, high), wrong, outputs = self.kernel(self._arena, *args)
+        else:
+            arena, (low, high), wrong, outputs = self.kernel(self._arena, *args)
         self._arena = arena
         return outputs, int(low) + (int(high) << 20), bool(wrong)
 
