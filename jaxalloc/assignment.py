@@ -22,6 +22,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.passed`):
   those values keep their bytes while the loop runs, and are kept alive as long as its result.
 
+Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
+function's block from the start to the last use, which values may be computed into in place.
+
 The result is a set of rows on the flattened schedule (one per buffer, one per ring slot)
 with absolute offsets: any two rows overlapping in time must be disjoint in address, which
 the independent checker verifies.

@@ -158,7 +158,8 @@ class ArenaFunctions(JxFunctions):
     (`mem.views`), and a value the body computes for the next round at that round's view
     (`mem.next`); a case result where the branch's yield was computed, or, as `mem.phi` says,
     in the memory of the value the branch hands back. Everything else (arguments, constants,
-    outputs kept out of the arena) stays a plain jax array. Whatever the plan does not place
+    outputs kept out of the arena) stays a plain jax array; a donated argument (`mem.args`) is
+    written at its slot as the call starts. Whatever the plan does not place
     where it is read next is copied there, and counted in `copied_bytes`.
     """
 
