@@ -322,8 +322,9 @@ class Planned:
         except TypeError as e:
             raise UnsupportedProgramError(f"static arguments must be hashable, as with jax.jit: {e}") from None
         if traced is None:
+            donated = self._donated(statics, treedef)
             traced = self._cache[key] = self._trace(statics, treedef, avals)
-            traced.donated = self._donated(statics, treedef)
+            traced.donated = donated
         return traced
 
     def _donated(self, statics: _Statics, treedef) -> tuple[int, ...]:
