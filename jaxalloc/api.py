@@ -28,7 +28,7 @@ from jaxalloc.dead_code import DeadCodePass
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.frontend import Converted, convert
 from jaxalloc.fusion import FusePass
-from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, make_interpreter
+from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter
 from jaxalloc.plan import Plan, make_plan
 from jaxalloc.sanitizer import CheckedFunctions
 from jaxalloc.schedule import SchedulePass
@@ -116,6 +116,8 @@ class _Traced:
     """Per (allocator, alignment): the plan, and the schedules and op layouts every run of it shares."""
     kernels: dict[tuple[str, int], CompiledRun] = field(default_factory=dict)
     """Per (allocator, alignment): the plan compiled into one kernel (`mode="compiled"`)."""
+    donated: tuple[int, ...] = ()
+    """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
 
     def run(self, flat_args, planned: Planned, listeners) -> tuple[PythonValues, int, int]:
         """Interpret the module on flat arguments, in the arena or eagerly; returns the outputs, the
@@ -128,7 +130,7 @@ class _Traced:
             if planned.mode == "compiled":
                 return self.run_compiled(key, flat_args)
             if key not in self.plans:
-                self.plans[key] = (make_plan(self.converted.module, *key), Schedules(), {})
+                self.plans[key] = (make_plan(self.converted.module, *key, donated=self.donated), Schedules(), {})
             plan, schedules, layouts = self.plans[key]
             run_in = CheckedFunctions if planned.mode == "checked" else ArenaFunctions
             functions = run_in(self.converted.table, schedules, layouts=layouts)
@@ -137,17 +139,22 @@ class _Traced:
         interpreter = make_interpreter(module, functions, listeners)
         outputs = interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
         copied = functions.copied_bytes if isinstance(functions, ArenaFunctions) else 0
-        return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), arena_bytes, copied
+        outputs = tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals))
+        if planned.mode == "eager":  # the arena modes deleted the donated arrays as the call started
+            for k in self.donated:
+                if not any(o is flat_args[k] for o in outputs):  # returned as it is: the caller's result
+                    delete(flat_args[k])
+        return outputs, arena_bytes, copied
 
     def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
         kernel = self.kernels.get(key)
         if kernel is None:
             # outputs inside the arena: a value computed out of the arena and kept beside it until
             # the kernel returns would make XLA copy the arena to keep reading it after later writes
-            plan = make_plan(self.converted.module, *key, include_outputs=True)
+            plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
             functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
             kernel = self.kernels[key] = CompiledRun(
-                plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions
+                plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated
             )
         outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
@@ -208,6 +215,35 @@ class _Statics:
         return bound
 
 
+def _donation(fun: Callable, argnums, argnames, static_argnums: tuple[int, ...], static_argnames: tuple[str, ...]):
+    """The donated arguments by position and by name, completed from the signature as `jax.jit`
+    does; a bad value is a one-line `JaxallocError` naming it."""
+    if argnums is None and argnames is None:
+        return (), ()
+    name = getattr(fun, "__name__", "fun")
+    try:
+        numbers = () if argnums is None else api_util._ensure_index_tuple(argnums)
+    except TypeError:
+        raise JaxallocError(f"planned({name}): donate_argnums must be an int or a sequence of ints, got {argnums!r}") from None
+    if argnames is not None and not isinstance(argnames, str) and not (
+        isinstance(argnames, Iterable) and all(isinstance(n, str) for n in argnames)
+    ):
+        raise JaxallocError(f"planned({name}): donate_argnames must be a str or a sequence of strs, got {argnames!r}")
+    if both := set(numbers) & set(static_argnums):
+        raise JaxallocError(
+            f"planned({name}): argument {min(both)} is both static and donated; a static argument is a Python "
+            "value, not an array, and cannot be donated"
+        )
+    try:
+        numbers, names, *_ = api_util.resolve_argnums(
+            fun, api_util.fun_signature(fun), argnums, argnames, static_argnums, static_argnames
+        )
+    except (TypeError, ValueError) as e:
+        words = first_line(e).split(": ", 1)[1].replace("Jitted function", name)
+        raise JaxallocError(f"planned({name}): {words}") from None
+    return numbers, names
+
+
 def _needs_static(e: Exception) -> bool:
     """Whether tracing failed because a traced value had to be a concrete Python value."""
     return isinstance(e, _DATA_DEPENDENT) or "static_argnums" in str(e)
@@ -242,6 +278,8 @@ class Planned:
         static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Iterable[str] | None = None,
         passes: Sequence[str] = DEFAULT_PASSES,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None,
     ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -257,6 +295,9 @@ class Planned:
         self.mode, self.allocator, self.alignment, self.measure_memory = mode, allocator, alignment, measure_memory
         *_, self.static_argnums, self.static_argnames = api_util.resolve_argnums(
             fun, api_util.fun_signature(fun), None, None, static_argnums, static_argnames
+        )
+        self.donate_argnums, self.donate_argnames = _donation(
+            fun, donate_argnums, donate_argnames, self.static_argnums, self.static_argnames
         )
         self.last_run: RunStats | None = None
         self._cache: dict[Any, _Traced] = {}
@@ -281,8 +322,27 @@ class Planned:
         except TypeError as e:
             raise UnsupportedProgramError(f"static arguments must be hashable, as with jax.jit: {e}") from None
         if traced is None:
+            donated = self._donated(statics, treedef)
             traced = self._cache[key] = self._trace(statics, treedef, avals)
+            traced.donated = donated
         return traced
+
+    def _donated(self, statics: _Statics, treedef) -> tuple[int, ...]:
+        """The flat arguments donated: every leaf of an argument donated by position or by name."""
+        if not self.donate_argnums and not self.donate_argnames:
+            return ()
+        skeleton = jax.tree_util.tree_unflatten(treedef, [0] * treedef.num_leaves)
+        static = {i for i, _ in statics.positional}
+        given = len(skeleton[0]) + len(static)
+        positions = [i for i in range(given) if i not in static]  # of the dynamic positional arguments
+        numbers = {i if i >= 0 else i + given for i in self.donate_argnums}
+        if both := numbers & static:
+            raise JaxallocError(f"argument {min(both)} is both static and donated; a static argument cannot be donated")
+        return tuple(
+            k for k, (path, _) in enumerate(jax.tree_util.tree_flatten_with_path(skeleton)[0])
+            if (path[0].idx == 0 and positions[path[1].idx] in numbers)
+            or (path[0].idx == 1 and path[1].key in self.donate_argnames)
+        )
 
     def _trace(self, statics: _Statics, treedef, avals) -> _Traced:
         name = getattr(self._fun, "__name__", "main")
@@ -318,16 +378,17 @@ class Planned:
         alignment default to the function's own."""
         allocator = allocator if allocator is not None else self.allocator
         alignment = alignment if alignment is not None else self.alignment
-        module = self.lower(*args, **kwargs)
+        traced = self._traced(args, kwargs)
         statics, args, kwargs = self._split(args, kwargs)
         return make_plan(
-            module,
+            traced.converted.module,
             allocator,
             alignment,
             include_outputs,
             function=statics.bind(self._fun),
             args=args,
             kwargs=kwargs,
+            donated=traced.donated,
         )
 
     def __call__(self, *args, **kwargs):
@@ -339,16 +400,29 @@ class Planned:
                 )
         traced = self._traced(args, kwargs)
         _, args, kwargs = self._split(args, kwargs)
+        flat_args = jax.tree_util.tree_leaves((args, kwargs))
+        if traced.donated:
+            _check_donated(flat_args, traced.donated, args, kwargs)
         counter = _OpCounter()
         sampler = LiveBytesSampler() if self.measure_memory else None
         start = time.perf_counter()
-        outputs, arena_bytes, copied = traced.run(
-            jax.tree_util.tree_leaves((args, kwargs)), self, [counter] if sampler is None else [counter, sampler]
-        )
+        outputs, arena_bytes, copied = traced.run(flat_args, self, [counter] if sampler is None else [counter, sampler])
         seconds = time.perf_counter() - start
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
         self.last_run = RunStats(self.mode, counter.ops, seconds, arena_bytes, copied, before, peak)
         return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
+
+
+def _check_donated(flat_args, donated: tuple[int, ...], args, kwargs) -> None:
+    """A donated array must not also be passed as another argument (`jax.jit` refuses it too)."""
+    arrays = [id(a) for a in flat_args if isinstance(a, jax.Array)]
+    for k in donated:
+        if isinstance(flat_args[k], jax.Array) and arrays.count(id(flat_args[k])) > 1:
+            path = jax.tree_util.tree_flatten_with_path((args, kwargs))[0][k][0]
+            raise JaxallocError(
+                f"{_describe(path)} is donated, but the same array is passed as another argument too; "
+                "pass a copy (jax.jit refuses this as well)"
+            )
 
 
 @overload
@@ -363,6 +437,8 @@ def planned(
     alignment: int = 64,
     measure_memory: bool = False,
     passes: Sequence[str] = DEFAULT_PASSES,
+    donate_argnums: int | Sequence[int] | None = None,
+    donate_argnames: str | Iterable[str] | None = None,
 ) -> Planned: ...
 @overload
 def planned(
@@ -376,6 +452,8 @@ def planned(
     alignment: int = 64,
     measure_memory: bool = False,
     passes: Sequence[str] = DEFAULT_PASSES,
+    donate_argnums: int | Sequence[int] | None = None,
+    donate_argnames: str | Iterable[str] | None = None,
 ) -> Callable[[Callable], Planned]: ...
 
 
@@ -390,6 +468,8 @@ def planned(
     alignment: int = 64,
     measure_memory: bool = False,
     passes: Sequence[str] = DEFAULT_PASSES,
+    donate_argnums: int | Sequence[int] | None = None,
+    donate_argnames: str | Iterable[str] | None = None,
 ):
     """Trace `fun` to a jx module (once per input signature), plan it, and run it op by op, like `jax.jit`.
 
@@ -406,7 +486,10 @@ def planned(
     (default `("jx-dce",)`: what nothing needs is removed; `"jx-canonicalize"`: transposes, round
     trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise chains become one
     `jx.fused` op, planned and run as one kernel; `"jx-schedule"`: each block's ops reordered to
-    lower the max-live bound; `()`: the jaxpr as traced).
+    lower the max-live bound; `()`: the jaxpr as traced). `donate_argnums` / `donate_argnames` donate
+    arguments as `jax.jit` does (every leaf of each): a donated argument is a row of the arena from
+    the start to its last use, written there as the call starts (the caller's array is deleted), so
+    later values and the outputs may take its bytes; compiled mode donates it to XLA too.
     """
     options = dict(
         static_argnums=static_argnums,
@@ -416,6 +499,8 @@ def planned(
         alignment=alignment,
         measure_memory=measure_memory,
         passes=passes,
+        donate_argnums=donate_argnums,
+        donate_argnames=donate_argnames,
     )
     if fun is None:
         return functools.partial(planned, **options)

@@ -198,6 +198,12 @@ class Arena:
                 self._execute(COPY, (result,), (layout,), (place,), (layout,))
         return tuple(result if place is None else place for result, place in zip(results, places))
 
+    def enter(self, values: Sequence[jax.Array], layouts: Sequence[Layout], places: Sequence[int],
+              arguments: Sequence[Any]) -> tuple[Located, ...]:
+        """Donated arguments (the IR's `arguments`) written at their places as the call starts: the
+        plan's own rows, not copies it failed to avoid."""
+        return self.run(COPY, values, layouts, places, layouts)
+
     def read(self, value: Located, layout: Layout) -> jax.Array:
         """The value as a jax array (out of the arena if it is there)."""
         if not isinstance(value, int):

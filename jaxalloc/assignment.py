@@ -22,6 +22,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.passed`):
   those values keep their bytes while the loop runs, and are kept alive as long as its result.
 
+Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
+function's block from the start to the last use, which values may be computed into in place.
+
 The result is a set of rows on the flattened schedule (one per buffer, one per ring slot)
 with absolute offsets: any two rows overlapping in time must be disjoint in address, which
 the independent checker verifies.
@@ -29,6 +32,7 @@ the independent checker verifies.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
@@ -114,14 +118,20 @@ class _Options:
     include_outputs: bool
 
 
-def plan_function(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False) -> BlockPlan:
-    """Plan every value of `func`; returns the function block's plan (offsets from the arena start)."""
+def plan_function(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False,
+                  donated: Sequence[int] = ()) -> BlockPlan:
+    """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
+
+    The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
+    to their last use and written there when the function is called: later values and outputs
+    may take their bytes, an elementwise op or update computed in place into one where it dies."""
     options = _Options(allocator, alignment, include_outputs)
     block = func.body.block
-    outside = set(block.args)
+    inside = {block.args[i] for i in donated}
+    outside = set(block.args) - inside
     if not include_outputs:
         outside.update(block.last_op.operands)
-    return _plan_block(block, options, outside, dictated={}, foldable=set())
+    return _plan_block(block, options, outside, dictated={}, foldable=inside, donated=inside)
 
 
 def _pad(size: int, alignment: int) -> int:
@@ -132,8 +142,8 @@ class _BlockPlanner:
     """Plans one block: merges values into buffers, recurses into regions, allocates."""
 
     def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
-                 ring_holders: frozenset = frozenset()):
-        self.block, self.options, self.ring_holders = block, options, ring_holders
+                 ring_holders: frozenset = frozenset(), donated: set = frozenset()):
+        self.block, self.options, self.ring_holders, self.donated = block, options, ring_holders, donated
         self.outside, self.dictated, self.foldable = outside, dictated, foldable
         self.ops = list(block.ops)
         self.live = block_liveness(block)
@@ -154,7 +164,8 @@ class _BlockPlanner:
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
 
         A loop ring of several slots stays in the arena even when the loop's result is an output:
-        the result is whichever slot the last round wrote.
+        the result is whichever slot the last round wrote. So does an output computed into a donated
+        argument's memory: the argument is there from the start.
         """
         root = self.merge.find(value)
         if not defined_in(root, self.block) or isinstance(root.owner, jx.ConstOp):
@@ -162,7 +173,7 @@ class _BlockPlanner:
         group = self.members.get(root, [root])
         if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
             return False
-        return any(m in self.outside for m in group)
+        return any(m in self.outside for m in group) and not any(m in self.donated for m in group)
 
     def viewers(self, root: SSAValue) -> set[SSAValue]:
         """The values that may be a view of `root`'s buffer (a case result viewing what a branch hands
@@ -473,8 +484,8 @@ class _BlockPlanner:
 
 
 def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
-                ring_holders: frozenset = frozenset()) -> BlockPlan:
-    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders).run()
+                ring_holders: frozenset = frozenset(), donated: set = frozenset()) -> BlockPlan:
+    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated).run()
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ array) at their planned offsets, binds its primitive and writes its results back
 `jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each carried
 value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer update),
 so no value moves between rounds. `jx.case` becomes `lax.switch` over the arena. The arena is
-donated to every call and handed back, one buffer updated in place from call to call.
+donated to every call and handed back, one buffer updated in place from call to call. Donated
+arguments (`mem.args`) are written at their slots as the kernel starts, and donated to it too.
 
 Honest memory: XLA must update the arena in place and keep values where the plan put them.
 Offsets are constants in the kernel, so XLA may forward a value written at one offset to a later
@@ -37,6 +38,7 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +53,7 @@ from xdsl.ir import Operation
 from jaxalloc.arena import Layout, from_bytes, layout_of, read_bytes, to_bytes
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
-from jaxalloc.interpreter import ArenaFunctions, JxFunctions, replace, twice
+from jaxalloc.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,15 @@ class CompiledFunctions(ArenaFunctions):
         outputs = op.body.block.last_op.operands
         return tuple(self.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
 
+    def arguments(self, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        """Donated arguments (`mem.args`) are written at their slots as the kernel starts; the kernel
+        donates them to XLA, which may free them or give their memory to an output."""
+        args = JxFunctions.arguments(self, op, args)
+        donated = donated_slots(op)
+        return replace(args, list(donated), [
+            self.write(args[k], layout_of(op.body.block.args[k].type), offset) for k, offset in donated.items()
+        ])
+
     def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
         layout = self.layouts.get(op) or self.layout(op)
         places = layout.offsets or tuple(self.where(p) for p in layout.places)
@@ -481,8 +492,9 @@ def _due(ring: _Ring, round_):
 class CompiledRun:
     """One planned module as one jitted function over a persistent, donated arena."""
 
-    def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions):
-        self.arena_bytes = arena_bytes
+    def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
+                 donated: Sequence[int] = ()):
+        self.arena_bytes, self.donated = arena_bytes, tuple(donated)
         self._arena: jax.Array | None = None
 
         def kernel(arena, *args):
@@ -494,13 +506,18 @@ class CompiledRun:
             status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
             return functions.bytes, status, outputs
 
-        self.kernel = jax.jit(kernel, donate_argnums=0)
+        self.kernel = jax.jit(kernel, donate_argnums=(0, *(1 + k for k in self.donated)))
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
             self._arena = jnp.zeros((self.arena_bytes,), jnp.uint8)
-        self._arena, status, outputs = self.kernel(self._arena, *args)
+        if self.donated:
+            with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
+                warnings.filterwarnings("ignore", "Some donated buffers were not usable")
+                self._arena, status, outputs = self.kernel(self._arena, *args)
+        else:
+            self._arena, status, outputs = self.kernel(self._arena, *args)
         # one small transfer: reading each scalar apart costs a device-to-host round trip each
         low, high, wrong = np.asarray(status).tolist()
         return outputs, low + (high << 20), bool(wrong)

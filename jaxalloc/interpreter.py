@@ -83,9 +83,13 @@ class JxFunctions(InterpreterFunctions):
     def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
         self._env = {}
         try:
-            return self.run_block(interpreter, op.body.block, tuple(_as_array(a) for a in args))
+            return self.run_block(interpreter, op.body.block, self.arguments(op, args))
         finally:
             self._env = {}
+
+    def arguments(self, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        """The arguments as the function's block gets them."""
+        return tuple(_as_array(a) for a in args)
 
     def binding(self, op: jx.PrimOp | jx.FusedOp):
         """What the op binds: its primitive, or a fused op's body as one function."""
@@ -154,7 +158,8 @@ class ArenaFunctions(JxFunctions):
     (`mem.views`), and a value the body computes for the next round at that round's view
     (`mem.next`); a case result where the branch's yield was computed, or, as `mem.phi` says,
     in the memory of the value the branch hands back. Everything else (arguments, constants,
-    outputs kept out of the arena) stays a plain jax array. Whatever the plan does not place
+    outputs kept out of the arena) stays a plain jax array; a donated argument (`mem.args`) is
+    written at its slot as the call starts. Whatever the plan does not place
     where it is read next is copied there, and counted in `copied_bytes`.
     """
 
@@ -199,6 +204,24 @@ class ArenaFunctions(JxFunctions):
         outputs = op.body.block.last_op.operands
         self.arena.current = op.body.block.last_op
         return tuple(self.arena.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
+
+    def arguments(self, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        """Donated arguments (`mem.args`) are written at their slots as the call starts and the caller's
+        arrays deleted, as `jax.jit` deletes donated arrays: the function reads them in the arena,
+        where later values may take their bytes."""
+        args = super().arguments(op, args)
+        donated = donated_slots(op)
+        if not donated:
+            return args
+        self.arena.current = op
+        positions = list(donated)
+        written = self.arena.enter(
+            [args[k] for k in positions], [layout_of(op.body.block.args[k].type) for k in positions],
+            [donated[k] for k in positions], [op.body.block.args[k] for k in positions],
+        )
+        for k in positions:
+            delete(args[k])
+        return replace(args, positions, written)
 
     def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
         layout = self.layouts.get(op) or self.layout(op)
@@ -283,6 +306,20 @@ class ArenaFunctions(JxFunctions):
             self.arena.copy_out(value, out) if place is None and branch not in phi and isinstance(value, int) else value
             for value, place, phi, out in zip(results, places, views, layout.outputs)
         )
+
+
+def donated_slots(op: jx.FuncOp) -> dict[int, int]:
+    """The function's donated arguments (`mem.args`): position -> arena offset."""
+    slots = op.attributes.get("mem.args")
+    if slots is None:
+        return {}
+    return {k: s.offset.data for k, s in enumerate(slots.data) if s.size.data}
+
+
+def delete(value: Any) -> None:
+    """Free a donated array the caller passed, as `jax.jit` does (tracers and freed arrays left be)."""
+    if isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer) and not value.is_deleted():
+        value.delete()
 
 
 def replace(values: PythonValues, positions: list[int], replacements: PythonValues) -> tuple:

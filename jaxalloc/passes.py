@@ -7,6 +7,8 @@
   has a fixed place (`mem.slots` for several results) or, in a loop body, is computed into the
   next round's view of a carried position (`#mem.next<k>`), `mem.views` on every loop, and
   `mem.phi` on a case whose result is, in some branches, a view of the value the branch yields.
+  A function planned with donated arguments (`make_plan(..., donated=...)`) also gets `mem.args`,
+  each argument's slot (size 0 for one outside the arena), where a call writes it.
 - `jx-verify-plan` re-plans nothing: it runs the static plan checker on every planned function,
   naming the value read, the value written over it and the loop round when the plan is wrong.
 """
@@ -84,9 +86,14 @@ class AssignBuffersPass(ModulePass):
 
 
 def annotate(func: jx.FuncOp, plan: BlockPlan) -> None:
-    """Write a function's plan onto its IR as `mem` attributes."""
+    """Write a function's plan onto its IR as `mem` attributes; where the plan holds donated
+    arguments, `mem.args` gives each argument's slot (size 0: outside the arena), where the call
+    writes it."""
     func.attributes["mem.arena"] = ArenaAttr(plan.size)
     _annotate(func.body.block, plan, 0, {}, {})
+    args = {v: SlotAttr(b.offset, b.slot_size) for b in plan.buffers for v in b.values if isinstance(v, BlockArgument)}
+    if args:
+        func.attributes["mem.args"] = ArrayAttr(args.get(a, SlotAttr(0, 0)) for a in func.body.block.args)
 
 
 def _annotate(
@@ -105,7 +112,8 @@ def _annotate(
             # a ring's values move every round; the loop's result and the init operand that is the
             # ring's first slot are named by that slot (a case result holding a branch's ring too);
             # views of the result read it in place, in whichever slot it is
-            if buffer.repeat == 1 or value.owner is loop or value.owner.is_before_in_block(loop):
+            if (buffer.repeat == 1 or value.owner is loop or isinstance(value, BlockArgument)
+                    or value.owner.is_before_in_block(loop)):
                 slots[value] = SlotAttr(base + buffer.offset, buffer.slot_size)
     for value, parent_value in plan.placed_in.items():
         if parent_value in outer:

@@ -13,7 +13,7 @@ buffers (primitive and source line) make it.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -58,6 +58,9 @@ class Plan:
     source: ModuleOp | None = field(default=None, repr=False, compare=False)
     """The module as it was before planning (after the jx passes), to plan again with the outputs
     inside or outside the arena."""
+    donated: tuple[int, ...] = ()
+    """The flat arguments donated, as `jax.jit(f, donate_argnums=...)` donates them: rows of the arena
+    from the start of the function to their last use."""
 
     @property
     def problem(self) -> Problem:
@@ -121,16 +124,20 @@ class Plan:
         is made again with them inside, from the same module, allocator and alignment; the old pair,
         outputs outside against temp alone, is kept beside it. Compiles the function with `jax.jit`
         (default flags, and on CPU with matmul fusion off too); print the result for a table. Needs a
-        plan made from a function (`planned(f).plan(*args)`).
+        plan made from a function (`planned(f).plan(*args)`). A plan with donated arguments compiles
+        XLA with the same donation, and its arena, which holds them, is set against
+        `temp + output - alias + donated argument bytes`.
         """
         if self.function is None or self.source is None:
             raise JaxallocError("this plan was made from a module, not a function: use planned(f).plan(*args) to compare with XLA")
-        other = make_plan(self.source, self.allocator, self.alignment, include_outputs=not self.include_outputs)
+        other = make_plan(self.source, self.allocator, self.alignment, include_outputs=not self.include_outputs,
+                          donated=self.donated)
         inside, outside = (self, other) if self.include_outputs else (other, self)
         return compare_with_xla(
             self.function,
             self.example_args,
             self.example_kwargs,
+            donated=self.donated,
             allocator=self.allocator,
             arena_bytes=inside.arena_bytes,
             lower_bound=inside.lower_bound,
@@ -170,6 +177,8 @@ class Plan:
             )
             return "\n".join([*lines, nothing])
         where = "outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"
+        if self.donated:
+            where += f"; {plural(len(self.donated), 'donated argument')} in it"
         steps = max(r.end for r in rows)
         lines.append(f"{plural(len(rows), 'buffer')} on a {steps:,}-step schedule; {where}")
         live = self.live_bytes()
@@ -311,12 +320,14 @@ def make_plan(
     function: Callable | None = None,
     args: tuple = (),
     kwargs: dict | None = None,
+    donated: Sequence[int] = (),
 ) -> Plan:
     """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes.
     The planned module passes the static plan checker, or `PlanViolation` is raised.
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
-    let the plan compare itself with XLA.
+    let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
+    are donated, planned in the arena (`mem.args`).
     """
     from jaxalloc.passes import annotate
 
@@ -324,7 +335,11 @@ def make_plan(
     get_allocator(allocator)
     source, module = module, module.clone()
     func = _function(module)
-    block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs)
+    donated = tuple(sorted(set(donated)))
+    if donated and not 0 <= donated[0] <= donated[-1] < len(func.body.block.args):
+        raise JaxallocError(f"donated arguments {list(donated)} of @{func.sym_name.data}, which has {len(func.body.block.args)}")
+    block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs,
+                               donated=donated)
     annotate(func, block_plan)
     check_planned(func)  # never hand out a plan that lets a value be overwritten before it is read
     return Plan(
@@ -339,4 +354,5 @@ def make_plan(
         example_args=tuple(args),
         example_kwargs=dict(kwargs or {}),
         source=source if function is not None else None,
+        donated=donated,
     )

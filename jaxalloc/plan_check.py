@@ -16,7 +16,8 @@ the instance before (a loop result that is its init operand after zero rounds is
 for a later round overwriting that operand). A value also knows the paths on which it is outside
 the arena, so that a write into a toggle ring goes, path by path, to the slot the carried value is
 not in on that path. The walk also lists the copies the executor would make (a value the plan
-does not put where it is read next).
+does not put where it is read next). A donated argument (`mem.args`) is written at its slot when
+the walk starts, as a call writes it, and checked at every read like any other value.
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def check_planned(func: jx.FuncOp) -> PlanCheck:
     if not isinstance(arena, ArenaAttr):
         raise PlanViolation(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
     walk = _Walk(func, arena.bytes.data)
-    env = {a: walk.outside() for a in func.body.block.args}
+    env = {a: walk.argument(a, k) for k, a in enumerate(func.body.block.args)}
     walk.block(func.body.block, env)
     return PlanCheck(tuple(walk.copies), walk.rounds_walked)
 
@@ -234,6 +235,21 @@ class _Walk:
     def outside(self) -> _Located:
         self._tokens += 1
         return _Located(frozenset((self._tokens,)), away=frozenset((self.guard,)))
+
+    def argument(self, arg: SSAValue, k: int) -> _Located:
+        """A function argument: outside the arena, or, donated, written at its slot of `mem.args`
+        when the call starts."""
+        slots = self.func.attributes.get("mem.args")
+        if not isinstance(slots, ArrayAttr):
+            return self.outside()
+        if len(slots.data) != len(self.func.body.block.args):
+            raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: mem.args has no slot per argument")
+        where = self.check_slot(arg, slots.data[k])
+        if where is None:
+            return self.outside()
+        instance = self.new(arg, where)
+        self.memory.write(instance)
+        return _Located(self.outside().tokens, frozenset(((instance, self.guard),)))
 
     def block(self, block: Block, env: dict) -> list[_Located]:
         """Walk `block` on the current paths; returns the yielded values."""
@@ -273,16 +289,20 @@ class _Walk:
             place = self.next_views[-1][place.position.data]
             if isinstance(place, list):  # a toggle ring: the slot depends on the path
                 return [(slot, both) for slot, guard in place if (both := _both(guard, self.guard)) is not None]
+        place = self.check_slot(op.results[k], place)
+        return None if place is None else [(place, self.guard)]
+
+    def check_slot(self, value: SSAValue, place) -> SlotAttr | None:
+        """`place` where it is a slot in the arena large enough for `value` (None: outside the arena)."""
         if not isinstance(place, SlotAttr) or place.size.data == 0:
             return None
-        value = op.results[k]
         if place.size.data < byte_size(value.type) or place.end > self.arena_bytes:
             raise PlanViolation(
                 f"invalid plan of @{self.func.sym_name.data}: {value_name(value)} ({value_label(value)}) needs "
                 f"{byte_size(value.type)} bytes but its slot is [{place.offset.data}, {place.end}) "
                 f"of a {self.arena_bytes}-byte arena"
             )
-        return [(place, self.guard)]
+        return place
 
     def new(self, value: SSAValue, place: SlotAttr, copied_from: _Instance | None = None, guard: Guard | None = None) -> _Instance:
         start, guard = place.offset.data, self.guard if guard is None else guard

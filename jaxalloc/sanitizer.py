@@ -59,9 +59,18 @@ class ShadowArena(Arena):
                     f"but {self.writes[int(owners[wrong[0]])]} was written over byte {at} before this read"
                 )
 
+    _entering: Sequence = ()
+
     def run(self, op, inputs, in_layouts, places, out_layouts, kernels=None):
         self._copy_of = inputs if op is COPY else None
         return super().run(op, inputs, in_layouts, places, out_layouts, kernels)
+
+    def enter(self, values, layouts, places, arguments):
+        self._entering = arguments
+        try:
+            return super().enter(values, layouts, places, arguments)
+        finally:
+            self._entering = ()
 
     def written(self, results: tuple[Located, ...], layouts: Sequence[Layout]) -> tuple[Located, ...]:
         tagged = []
@@ -76,6 +85,8 @@ class ShadowArena(Arena):
 
     def _what(self, k: int) -> str:
         """What write `k` of the op being run puts into the arena: its result, or a copy."""
+        if self._entering:
+            return f"{value_name(self._entering[k])} (a donated {value_label(self._entering[k])}, written as the call starts)"
         if self._copy_of is None:
             return f"{value_name(self.current.results[k])} ({value_label(self.current.results[k])}{self._round()})"
         source = self._copy_of[k]

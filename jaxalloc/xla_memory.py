@@ -12,7 +12,9 @@ The fair pair is jaxalloc's arena with the outputs inside against XLA's `temp + 
 XLA's buffer assignment keeps intermediates in the output allocations before the outputs are
 written, so temp alone leaves out memory XLA uses for intermediates, and aliased output bytes are
 argument memory reused, not new memory. The arena with the outputs outside over temp alone is
-still given, labelled as such.
+still given, labelled as such. With donated arguments (`jax.jit(f, donate_argnums=...)`) XLA may put
+outputs and temporaries in their memory, and the arena holds them: the pair is the arena against
+`temp + output - alias + donated argument bytes`, what XLA holds beyond the other arguments.
 
 XLA also fuses elementwise chains in both, so many jaxpr values never exist there; the ratio is
 therefore an end-to-end comparison (planner and fusion), not allocator against allocator.
@@ -21,10 +23,13 @@ therefore an end-to-end comparison (planner and fusion), not allocator against a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import jax
+import numpy as np
 
 from jaxalloc.text import format_size, text_table
 
@@ -48,15 +53,35 @@ class XlaMemory:
     """On CPU: arguments + outputs - aliased + constants; temp is not in it."""
     ynn_fusions: int
     """`ynn_fusion` custom calls in the compiled module (their scratch memory is not in temp)."""
+    donated_size_in_bytes: int = 0
+    """Bytes of the arguments donated to the compilation (not an XLA field: the leaves' sizes added up)."""
 
 
-def xla_memory(fn: Callable, args: tuple, kwargs: Mapping | None = None, *, fusion: bool = True) -> XlaMemory:
+def xla_memory(
+    fn: Callable, args: tuple, kwargs: Mapping | None = None, *, fusion: bool = True, donated: Sequence[int] = ()
+) -> XlaMemory:
     """Compile `fn` for `args` (arrays or ShapeDtypeStructs) and read `memory_analysis()`.
 
-    `fusion=False` compiles with `FUSION_OFF` (XLA CPU's matmul/conv fusion off).
+    `fusion=False` compiles with `FUSION_OFF` (XLA CPU's matmul/conv fusion off). `donated`: the
+    flat leaves of `(args, kwargs)` donated, as `jax.jit(f, donate_argnums=...)` donates them.
     """
     options = None if fusion else dict(FUSION_OFF)
-    compiled = jax.jit(fn).lower(*args, **dict(kwargs or {})).compile(compiler_options=options)
+    donated_bytes = 0
+    if donated:
+        leaves, tree = jax.tree_util.tree_flatten((tuple(args), dict(kwargs or {})))
+
+        def flat(*leaves):  # one argument per leaf: donation by leaf, keyword arguments included
+            args, kwargs = jax.tree_util.tree_unflatten(tree, leaves)
+            return fn(*args, **kwargs)
+
+        flat.__name__ = getattr(fn, "__name__", "main")
+        lowered = jax.jit(flat, donate_argnums=tuple(donated)).lower(*leaves)
+        donated_bytes = sum(_nbytes(leaves[i]) for i in donated)
+        with warnings.catch_warnings():  # a donated argument no output can take: it is still counted
+            warnings.filterwarnings("ignore", "Some donated buffers were not usable")
+            compiled = lowered.compile(compiler_options=options)
+    else:
+        compiled = jax.jit(fn).lower(*args, **dict(kwargs or {})).compile(compiler_options=options)
     stats = compiled.memory_analysis()
     return XlaMemory(
         flags="default flags" if fusion else "matmul fusion off",
@@ -66,7 +91,13 @@ def xla_memory(fn: Callable, args: tuple, kwargs: Mapping | None = None, *, fusi
         temp_size_in_bytes=int(stats.temp_size_in_bytes),
         peak_memory_in_bytes=int(stats.peak_memory_in_bytes),
         ynn_fusions=compiled.as_text().count(_YNN_FUSION),
+        donated_size_in_bytes=donated_bytes,
     )
+
+
+def _nbytes(leaf) -> int:
+    aval = leaf if isinstance(leaf, jax.ShapeDtypeStruct) else jax.typeof(leaf)
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
 
 
 
@@ -92,8 +123,10 @@ class XlaComparison:
     @staticmethod
     def xla_bytes(memory: XlaMemory) -> int:
         """XLA's memory for the program beyond its arguments: temp, plus the output allocations, which
-        hold intermediates before the outputs are written, less the output bytes that alias arguments."""
-        return memory.temp_size_in_bytes + memory.output_size_in_bytes - memory.alias_size_in_bytes
+        hold intermediates before the outputs are written, less the output bytes that alias arguments;
+        plus the donated arguments, memory XLA may reuse as the arena reuses theirs."""
+        return (memory.temp_size_in_bytes + memory.output_size_in_bytes - memory.alias_size_in_bytes
+                + memory.donated_size_in_bytes)
 
     def ratio(self, memory: XlaMemory) -> float | None:
         """The fair ratio: arena with the outputs inside over `temp + output - alias` (None when XLA needs none)."""
@@ -105,6 +138,11 @@ class XlaComparison:
         temp = memory.temp_size_in_bytes
         return self.outside_arena_bytes / temp if temp else None
 
+    @property
+    def donated(self) -> int:
+        """Bytes of donated arguments (0 without donation)."""
+        return self.xla[0].donated_size_in_bytes
+
     def baseline(self) -> XlaMemory:
         """The compilation to compare a buffer planner with: fusion off where there is one."""
         return self.xla[-1]
@@ -112,8 +150,9 @@ class XlaComparison:
     def table(self) -> str:
         """A text table: XLA's rows, then the arena and the bound with the outputs inside and outside,
         with the fair ratio first and the old one after it."""
-        fair, old = "arena / (temp + output - alias)", "arena (outputs outside) / temp (old)"
-        header = ["", "argument", "output", "alias", "temp + output - alias", "temp", "peak", fair, old]
+        donated = " + donated" if self.donated else ""
+        fair, old = f"arena / (temp + output - alias{donated})", "arena (outputs outside) / temp (old)"
+        header = ["", "argument", "output", "alias", f"temp + output - alias{donated}", "temp", "peak", fair, old]
         rows = []
         for m in self.xla:
             rows.append(
@@ -139,7 +178,7 @@ class XlaComparison:
             rows.append(ours("jaxalloc total buffer size (no reuse)", self.total_bytes, None, footprint))
         lines = [
             f"{self.function} on {self.backend}: XLA's memory_analysis() beside jaxalloc's plan of the jaxpr "
-            "(jaxalloc: outputs inside the arena under temp + output - alias, outside it under temp)"
+            f"(jaxalloc: outputs inside the arena under temp + output - alias{donated}, outside it under temp)"
         ]
         lines += text_table(header, rows)
         lines.append("")
@@ -154,6 +193,12 @@ class XlaComparison:
             "so it compares with the arena holding the outputs, and temp alone with an arena without them "
             "understates XLA (the old column)."
         ]
+        if self.donated:
+            parts.append(
+                f"{format_size(self.donated)} of arguments are donated, to XLA as to the arena, which holds them from "
+                "the start to their last use, so their bytes count on both sides: temp + output - alias + donated "
+                "is what XLA holds beyond the arguments not donated (alias: output bytes XLA put in donated arguments)."
+            )
         if len(self.xla) > 1:
             default, off = self.xla[0], self.xla[-1]
             why = (
@@ -194,13 +239,15 @@ def compare_with_xla(
     outside_arena_bytes: int,
     outside_lower_bound: int,
     total_bytes: int | None = None,
+    donated: Sequence[int] = (),
 ) -> XlaComparison:
     """XLA's statistics for `fn(*args, **kwargs)` (default flags, and fusion off on CPU) beside the plans
-    with the outputs inside the arena (`arena_bytes`, `lower_bound`, `total_bytes`) and outside it."""
+    with the outputs inside the arena (`arena_bytes`, `lower_bound`, `total_bytes`) and outside it;
+    `donated`: the flat leaves of `(args, kwargs)` donated to XLA, as to the plans."""
     backend = jax.default_backend()
-    xla = [xla_memory(fn, args, kwargs)]
+    xla = [xla_memory(fn, args, kwargs, donated=donated)]
     if backend == "cpu":
-        xla.append(xla_memory(fn, args, kwargs, fusion=False))
+        xla.append(xla_memory(fn, args, kwargs, fusion=False, donated=donated))
     return XlaComparison(
         function=getattr(fn, "__name__", type(fn).__name__),
         backend=backend,
