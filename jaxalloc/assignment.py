@@ -319,7 +319,8 @@ class _BlockPlanner:
         foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
         lone = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1 and readers[c, 1] == [c])
         while True:
-            body_plan = _plan_block(body, self.options, set(), dictated, set(foldable), aliases, lone)
+            # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
+            body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, lone)
             toggles = _toggles(body, body_plan, longest, readers, results)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             wrong |= {args[p] for c, (_, p) in longest.items() if c in toggles}

@@ -536,6 +536,7 @@ def test_random_programs_whose_plans_the_static_checker_refused(seed):
         2204,  # a lone position whose next value may be a view of the body's own memory: planning raised TypeError
         9172,  # a toggle whose case result a branch computes in the body's own memory, not the next view
         14684,  # a loop's ring took an init operand's memory that a value read inside the loop may view
+        12011,  # a retried plan of a body kept what the first try had put in the next view: two values there
     ],
 )
 def test_random_programs_the_soak_found(seed):
@@ -543,3 +544,23 @@ def test_random_programs_the_soak_found(seed):
         check_random_program(random_program(seed))
     except CopiedBytes:
         pass  # values and reads checked; a copy is not what these seeds are about
+
+
+def test_a_body_planned_twice_does_not_keep_what_the_first_plan_put_in_the_next_view():
+    """The inner loop's result is its init operand (zero rounds) or a value from outside its body
+    (later rounds), both alive while it runs; only one of them may be computed into the outer
+    loop's next view. A second try at planning the outer body used to keep the first try's choice
+    and add the other: the static checker refused the plan."""
+
+    def f(x, n):
+        def outer(k, c):
+            s = jnp.sin(c)
+            t = s * s
+            return lax.while_loop(lambda st: st[0] < n, lambda st: (st[0] + 1, t), (jnp.int32(0), s))[1]
+
+        return (x - lax.fori_loop(1, 2, outer, x)) * 0.5
+
+    x = jnp.linspace(-1.0, 1.0, 4)
+    for n in (0, 1, 2):
+        for mode in ("arena", "checked"):
+            check_program(f, x, jnp.int32(n), mode=mode)
