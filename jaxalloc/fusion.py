@@ -249,11 +249,10 @@ class FusePass(ModulePass):
     name = "jx-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        """Fusions within the bound of the plan before, where the module has a function to plan; kept
-        only if the plan after has no higher bound, else those that leave every step at most as full
-        as before, under the same check, else none."""
-        funcs = [inner for inner in op.ops if isinstance(inner, jx.FuncOp)]
-        if not funcs:
+        """Fusions within the bound of the plan before (of a module with one function), kept only if
+        the plan after has no higher bound; else those that leave every step at most as full as
+        before, under the same check; else none."""
+        if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
             fuse_module(op)
             return
         before = module_bound(op.clone())
