@@ -3,13 +3,16 @@
 XLA never materialises the links of an elementwise chain (every step of a GELU or a softmax): it
 fuses them into one kernel that keeps them in registers. The jaxpr keeps every link, and a plan of
 the jaxpr gives each one memory. This pass groups an elementwise op with the elementwise ops that
-feed only it (within one block), so that the group computes its result from its inputs in one
-kernel: the arena planner sees one op, its operands and its result, and the compiled executor hands
-XLA the whole chain to fuse.
+feed it (within one block), so that the group computes its result from its inputs in one kernel:
+the arena planner sees one op, its operands and its result, and the compiled executor hands XLA the
+whole chain to fuse.
 
-A group is a tree: each member but the last has exactly one use, by another member. The fused op
-takes the place of the last member; the others move down to it, which is safe for pure ops and only
-lengthens the lives of their operands by the ops they skip.
+Every reader of a member is a member. A cheap member read by several fusible ops is a member of
+each of their groups, computed again in each, as XLA duplicates a producer into its consumers. The
+fused op takes the place of the group's last op; the others move down to it, which is safe for pure
+ops but lengthens the lives of their operands by the ops they skip: a member whose move would make
+a step hold more than the bound before fusion stays an op of its own, so fusion never raises the
+bound.
 """
 
 from __future__ import annotations
