@@ -3,28 +3,35 @@
 XLA never materialises the links of an elementwise chain (every step of a GELU or a softmax): it
 fuses them into one kernel that keeps them in registers. The jaxpr keeps every link, and a plan of
 the jaxpr gives each one memory. This pass groups an elementwise op with the elementwise ops that
-feed only it (within one block), so that the group computes its result from its inputs in one
-kernel: the arena planner sees one op, its operands and its result, and the compiled executor hands
-XLA the whole chain to fuse.
+feed it (within one block), so that the group computes its result from its inputs in one kernel:
+the arena planner sees one op, its operands and its result, and the compiled executor hands XLA the
+whole chain to fuse.
 
-A group is a tree: each member but the last has exactly one use, by another member. The fused op
-takes the place of the last member; the others move down to it, which is safe for pure ops and only
-lengthens the lives of their operands by the ops they skip.
+Every reader of a member is a member. A cheap member read by several fusible ops is a member of
+each of their groups, computed again in each, as XLA duplicates a producer into its consumers. The
+fused op takes the place of the group's last op; the others move down to it, which is safe for pure
+ops but lengthens the lives of their operands by the ops they skip: a member whose move would make
+a step hold more than the bound before fusion stays an op of its own, so fusion never raises the
+bound.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from jaxalloc.dialects import jx
 from jaxalloc.frontend import BindTable
-from jaxalloc.inplace import ELEMENTWISE
+from jaxalloc.inplace import ELEMENTWISE, is_view
+from jaxalloc.liveness import defined_in
+from jaxalloc.schedule import module_bound
+from jaxalloc.types import byte_size
 
 def fusible(op: Operation) -> bool:
     """Elementwise ops of operands of their own shape fuse: a kernel computes them element by element,
@@ -48,33 +55,155 @@ _HOISTED = frozenset({"div", "rem", "pow", "atan2"})
 """Elementwise primitives whose smaller operand XLA turns into something computed once."""
 
 
-def _consumer(op: Operation) -> Operation | None:
-    """The one op that uses `op`'s result, in `op`'s own block, if there is exactly one use."""
-    uses = list(op.results[0].uses)
-    if len(uses) != 1:
-        return None
-    user = uses[0].operation
-    return user if user.parent_block() is op.parent_block() else None
+def _readers(op: Operation, block: Block) -> list[Operation]:
+    """The ops of `block` that read `op`'s result (a read inside a nested region counts as a read by
+    the region op), once each."""
+    readers: dict[Operation, None] = {}
+    for use in op.results[0].uses:
+        user = use.operation
+        while user is not None and user.parent_block() is not block:
+            user = user.parent_op()
+        readers.setdefault(user, None)
+    return list(readers)
 
 
-def fuse_block(block: Block) -> int:
-    """Fuse the elementwise groups of `block` (not of nested blocks); returns how many it made."""
-    members: dict[Operation, list[Operation]] = {}
-    for op in block.ops:
+_EXPENSIVE = frozenset(
+    {
+        "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "digamma",
+        "div", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "igamma", "igammac", "lgamma", "log",
+        "log1p", "logistic", "pow", "rem", "rsqrt", "sin", "sinh", "sqrt", "tan", "tanh",
+    }
+)
+"""Elementwise primitives XLA counts as expensive (divisions, powers, transcendentals): it never
+computes one of them twice to save memory."""
+
+MAX_DUPLICATED = 3
+"""The longest chain of ops one fusion recomputes from a value other fusions also read."""
+
+
+class _Lives:
+    """Where each value of a block that takes arena memory is read, before fusion and after a choice
+    of fusions, and which steps of the block would then hold more bytes than before."""
+
+    def __init__(self, block: Block, budget: int | None) -> None:
+        self.block = block
+        self.budget = budget
+        self.ops = list(block.ops)
+        self.position = {op: i for i, op in enumerate(self.ops)}
+        self.reads = [
+            [v for v in dict.fromkeys(self.storage(v) for inner in op.walk() for v in inner.operands) if v is not None]
+            for op in self.ops
+        ]
+        self.end = self._ends({})
+        self.live = [0] * (len(self.ops) + 1)
+        for v, last in self.end.items():
+            start = 0 if isinstance(v, BlockArgument) else self.position[v.owner]
+            self.live[start] += _bytes(v)
+            self.live[last + 1] -= _bytes(v)
+        self.live = list(accumulate(self.live))
+
+    def storage(self, value: SSAValue) -> SSAValue | None:
+        """The value of this block whose memory `value` is (through views), or None where it takes no
+        arena memory here: a constant, an argument of the function, a value of an enclosing block."""
+        while isinstance(value.owner, Operation) and is_view(value.owner):
+            value = value.owner.operands[0]
+        if isinstance(value.owner, jx.ConstOp) or not defined_in(value, self.block):
+            return None
+        if isinstance(value, BlockArgument) and isinstance(self.block.parent_op(), jx.FuncOp):
+            return None
+        return value
+
+    def _ends(self, moved: dict[Operation, set[Operation]]) -> dict[SSAValue, int]:
+        """The last step reading each value once every op of `moved` runs in the fusions it names."""
+        end: dict[SSAValue, int] = {}
+        for i, op in enumerate(self.ops):
+            last = max(self.position[r] for r in moved[op]) if op in moved else i
+            for v in self.reads[i]:
+                end[v] = max(end.get(v, last), last)
+        return end
+
+    def rises(self, roots: dict[Operation, set[Operation]]) -> set[Operation]:
+        """The moved ops (those `roots` places in fusions other than their own) that make a step that
+        stays hold more bytes than it may: each reads a value whose life now reaches such a step. A step
+        may hold as many bytes as before or, with a `budget`, up to it: the bound of the plan before
+        fusion, which counts no more than every value live at a step (a step with regions, whose own
+        peak is not counted here, may hold no more than before)."""
+        n = len(self.ops)
+        moved = {op: into for op, into in roots.items() if op not in into}
+        end = self._ends(moved)
+        change = [0] * (n + 1)
+        for op in moved:
+            result, i = op.results[0], self.position[op]
+            change[i] -= _bytes(result)
+            change[self.end.get(result, i) + 1] += _bytes(result)
+        for v, last in end.items():
+            if last > self.end[v] and v.owner not in moved:
+                change[self.end[v] + 1] += _bytes(v)
+                change[last + 1] -= _bytes(v)
+        rising, total = [False] * n, 0
+        for i, op in enumerate(self.ops):
+            total += change[i]
+            limit = 0 if self.budget is None or op.regions else self.budget - self.live[i]
+            rising[i] = total > limit and op not in moved
+        culprits = set()
+        for op, into in moved.items():
+            reach = max(self.position[r] for r in into)
+            for v in self.reads[self.position[op]]:
+                if any(rising[s] for s in range(self.end[v] + 1, reach + 1)):
+                    culprits.add(op)
+        return culprits
+
+
+def _bytes(value: SSAValue, alignment: int = 64) -> int:
+    return -(-byte_size(value.type) // alignment) * alignment
+
+
+def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operation]]:
+    """For every fusible op of the block, the fusions it runs in (itself alone where it stays an op of
+    its own). Ops are taken last to first, so that the fusions of each reader are known: an op joins
+    those of its readers if every reader is a fusible op of its shape in this block, and, where those
+    are several fusions, if it is cheap and the chain recomputed is short. Ops in `kept` stay."""
+    roots: dict[Operation, set[Operation]] = {}
+    duplicated: dict[Operation, int] = {}
+    for op in reversed(lives.ops):
         if not fusible(op):
             continue
-        group = members.pop(op, []) + [op]
-        consumer = _consumer(op)
-        # only values of the consumer's shape: XLA computes an expression of smaller operands once,
-        # before the loop over elements, in memory of its own that no plan would see
-        if consumer is not None and fusible(consumer) and consumer.results[0].type == op.results[0].type:
-            members.setdefault(consumer, []).extend(group)
-        elif len(group) > 1:
-            members[op] = group
-    roots = [(root, group) for root, group in members.items() if group[-1] is root]
-    for root, group in roots:
-        _fuse(root, sorted(group, key=block.get_operation_index))
-    return len(roots)
+        roots[op] = {op}
+        readers = _readers(op, lives.block)
+        # only into readers of its shape: XLA computes an expression of smaller operands once, before
+        # the loop over elements, in memory of its own that no plan would see
+        if op in kept or not readers or not all(r in roots and r.results[0].type == op.results[0].type for r in readers):
+            continue
+        into = set().union(*(roots[r] for r in readers))
+        chain = 1 + max(duplicated.get(r, 0) for r in readers) if len(into) > 1 else 0
+        if chain > MAX_DUPLICATED or chain and op.primitive.data in _EXPENSIVE:
+            continue
+        roots[op], duplicated[op] = into, chain
+    return roots
+
+
+def fuse_block(block: Block, budget: int | None = None) -> int:
+    """Fuse the elementwise groups of `block` (not of nested blocks); returns how many it made.
+
+    A moved op's operands are read where its fusions run, later than before: where that makes a step
+    that stays hold more bytes than before any fusion (the bytes of the moved ops' results, no longer
+    planned, less those of the operands whose lives grow), the ops reading those operands stay ops of
+    their own, and the choice is made again."""
+    lives = _Lives(block, budget)
+    kept: set[Operation] = set()
+    while culprits := lives.rises(roots := _choose(lives, kept)):
+        kept |= culprits
+    groups: dict[Operation, list[Operation]] = {}
+    for op in lives.ops:
+        for root in roots.get(op, ()):
+            groups.setdefault(root, []).append(op)
+    made = [(root, group) for root, group in groups.items() if len(group) > 1]
+    for root, group in made:
+        _fuse(root, group)
+    for op in reversed(lives.ops):
+        if op in roots and op not in roots[op]:
+            Rewriter.erase_op(op)
+    return len(made)
 
 
 def _fuse(root: Operation, group: list[Operation]) -> None:
@@ -93,8 +222,6 @@ def _fuse(root: Operation, group: list[Operation]) -> None:
     for result in fused.results:
         result.name_hint = root.results[result.index].name_hint
     Rewriter.replace_op(root, fused)
-    for op in reversed(group[:-1]):
-        Rewriter.erase_op(op)
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,6 +252,26 @@ class FusePass(ModulePass):
     name = "jx-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        blocks = [b for inner in op.walk() if not isinstance(inner, jx.FusedOp) for r in inner.regions for b in r.blocks]
-        for block in blocks:
-            fuse_block(block)
+        """Fusions within the bound of the plan before (of a module with one function), kept only if
+        the plan after has no higher bound; else those that leave every step at most as full as
+        before, under the same check; else none."""
+        if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
+            fuse_module(op)
+            return
+        before = module_bound(op.clone())
+        for budget in (before, None):
+            trial = op.clone()
+            fuse_module(trial, budget)
+            if module_bound(trial) <= before:
+                fuse_module(op, budget)
+                return
+
+
+def fuse_module(module: ModuleOp, budget: int | None = None) -> None:
+    """Fuse in every block, loop bodies and branches included; `budget` bounds the function's own block."""
+    for inner in module.walk():
+        if isinstance(inner, jx.FusedOp):
+            continue
+        for region in inner.regions:
+            for block in region.blocks:
+                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else None)

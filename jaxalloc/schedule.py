@@ -49,7 +49,7 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
     order for one block where that lowers the bound, within `budget` more plans."""
     blocks = list(_blocks(module))
     names = list(ORDERS)
-    bounds = {name: _bound(_ordered(module, blocks, [name] * len(blocks)), alignment) for name in names}
+    bounds = {name: module_bound(_ordered(module, blocks, [name] * len(blocks)), alignment) for name in names}
     start = min(names, key=lambda name: (bounds[name], names.index(name)))
     choice, best = [start] * len(blocks), bounds[start]
     trials = iter(range(budget))
@@ -58,7 +58,7 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
             if name == choice[b] or next(trials, None) is None:
                 continue
             tried = choice[:b] + [name] + choice[b + 1 :]
-            bound = _bound(_ordered(module, blocks, tried), alignment)
+            bound = module_bound(_ordered(module, blocks, tried), alignment)
             if bound < best:
                 choice, best = tried, bound
     _reorder(blocks, choice)
@@ -84,7 +84,7 @@ def _reorder(blocks: list[Block], choice: list[str]) -> None:
             block.insert_op_before(op, terminator)
 
 
-def _bound(module: ModuleOp, alignment: int) -> int:
+def module_bound(module: ModuleOp, alignment: int = 64) -> int:
     """Max-live of the rows the planner makes of `module`'s function, outputs inside the arena (an
     order that computes an output early holds its memory as long as any other value's)."""
     func = next(op for op in module.ops if isinstance(op, jx.FuncOp))

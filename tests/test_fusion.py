@@ -8,6 +8,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import pytest
+import library_programs
 from corpus_programs import PROGRAMS as CORPUS
 from differential import check_program
 from random_programs import random_program
@@ -86,3 +87,37 @@ def test_fused_random_program_checked(seed):
 def test_an_unknown_pass_is_named():
     with pytest.raises(ValueError, match="unknown pass .jx-fuzz.; choose from jx-dce, jx-canonicalize, jx-fuse"):
         jaxalloc.planned(_gelu_mlp, passes=("jx-fuzz",))
+
+
+def _moments(g, scale, m, v):
+    """An optimizer's moments of one clipped gradient: `g * scale` feeds both, as in optax."""
+    clipped, e = g * scale, jnp.exp(g)
+    return 0.9 * m + 0.1 * clipped, 0.99 * v + 0.01 * clipped * clipped, e * m, e * v
+
+
+MOMENT_ARGS = (jnp.linspace(-1.0, 1.0, 64 * 32).reshape(64, 32), jnp.float32(0.5), jnp.ones((64, 32)), jnp.ones((64, 32)) * 2.0)
+
+
+def test_a_cheap_value_read_by_several_fusions_is_computed_in_each():
+    module = jaxalloc.planned(_moments, passes=FUSE).lower(*MOMENT_ARGS)
+    outer = [op.primitive.data for op in module.walk() if isinstance(op, jx.PrimOp) and not isinstance(op.parent_op(), jx.FusedOp)]
+    inner = [op.primitive.data for op in module.walk() if isinstance(op, jx.PrimOp) and isinstance(op.parent_op(), jx.FusedOp)]
+    # g * scale is computed inside each moment's fusion, never planned; exp(g), expensive, is computed
+    # once and read by the two products outside fusions
+    assert sum(isinstance(op, jx.FusedOp) for op in module.walk()) == 2
+    assert sorted(outer) == ["exp", "mul", "mul"] and "exp" not in inner
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_recomputed_values_equal_jit(mode):
+    check_program(_moments, *MOMENT_ARGS, mode=mode, passes=FUSE)
+
+
+def test_fusion_never_raises_the_bound():
+    """The equinox training step, where fusing every chain kept softplus operands alive into the
+    backward pass, and the corpus programs that fuse: the bound after `jx-fuse` is never higher."""
+    programs = [(library_programs.eqx_mlp_train_step, library_programs._eqx_mlp_train_args())]
+    programs += [(p.fn, p.make_args()) for p in _fused_corpus()]
+    for fn, args in programs:
+        bounds = [jaxalloc.planned(fn, passes=passes).plan(*args, include_outputs=True).lower_bound for passes in (("jx-dce",), FUSE)]
+        assert bounds[1] <= bounds[0], fn.__name__
