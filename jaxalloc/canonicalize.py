@@ -3,8 +3,8 @@
 A jaxpr writes out every layout change and round trip that XLA's algebraic simplifier folds away
 before it assigns buffers: a transpose feeding a matmul becomes the matmul's dimension numbers, a
 transpose of a transpose one transpose (or none), a round trip through a wider type nothing, a
-broadcast into an elementwise op the op's own implicit broadcasting, a reduction over dimensions
-of size 1 a reshape (a view). Each rewrite gives the values `jax.jit` gives (XLA rewrites the same
+broadcast into an elementwise op the op's own implicit broadcasting, a division by a scalar a
+product with its reciprocal, a reduction over dimensions of size 1 a reshape (a view). Each rewrite gives the values `jax.jit` gives (XLA rewrites the same
 way) and keeps a value alive longer only in place of a removed one at least as large, so no plan
 after it needs more memory.
 
@@ -113,6 +113,11 @@ class Rebinder:
                 else:
                     printed.pop(name, None)
         return _located(jx.PrimOp(op.primitive.data, key, operands, [result_type], DictionaryAttr(printed)), op)
+
+    def prim(self, primitive, params: dict[str, Any], operands, result_type, like: Operation) -> jx.PrimOp:
+        """`primitive` bound with `params` to `operands`, at `like`'s source line."""
+        key = self._key(primitive, dict(params))
+        return _located(jx.PrimOp(primitive.name, key, operands, [result_type], printable_params(params)), like)
 
     def reshape(self, value: SSAValue, shape: tuple[int, ...], like: Operation) -> jx.PrimOp:
         """A `reshape` of `value` to `shape` (a view: it takes no memory), at `like`'s source line."""
@@ -384,6 +389,31 @@ def _broadcasts_implicitly(use: Use) -> bool:
 
 
 @dataclass
+class DivisionAsProduct(RewritePattern):
+    """A float division by a smaller operand (a scalar, or one with size-1 dimensions the op
+    broadcasts) is a product with the operand's reciprocal, computed once, as XLA's simplifier
+    rewrites it where the division is not fused with its operands (a result may differ from the
+    quotient by one rounding, as `jax.jit`'s does then): the product fuses like any other
+    elementwise op, where the division would keep its result whole (an optimizer's clipped
+    gradients and bias corrections, a normalization)."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, "div") or len(op.args) != 2:
+            return
+        numerator, denominator = op.args
+        result = op.res[0]
+        if not np.issubdtype(dtype_of(result.type.element_type), np.floating) or _shape(numerator) != _shape(result):
+            return
+        if math.prod(_shape(denominator)) >= math.prod(_shape(result)):
+            return
+        reciprocal = self.rebind.prim(lax.integer_pow_p, {"y": -1}, [denominator], denominator.type, like=op)
+        product = self.rebind.prim(lax.mul_p, {}, [numerator, reciprocal.res[0]], result.type, like=op)
+        rewriter.replace(op, [reciprocal, product])
+
+
+@dataclass
 class ReductionOfUnitDims(RewritePattern):
     """A reduction over dimensions of size 1 only reduces one element into each result element: a
     reshape."""
@@ -421,6 +451,7 @@ PATTERNS = (
     DropConvertRoundTrip,
     BroadcastOfUnitDims,
     ImplicitBroadcast,
+    DivisionAsProduct,
     ReductionOfUnitDims,
     DropStopGradient,
 )

@@ -222,6 +222,31 @@ def test_a_reduction_over_unit_dims_is_a_view():
     _checked(fn, X)
 
 
+def test_a_division_by_a_smaller_operand_is_a_product_with_its_reciprocal():
+    def fn(x, s, v, n):
+        return x / s, x / v[None, None, :], x / x, n // 2, (x / s).sum()
+
+    n = jnp.arange(6, dtype=jnp.int32)
+    module, _ = _lowered(fn, X, jnp.float32(3.3), X[0, 0] + 2.0, n)
+    assert _primitives(module).count("div") == 2  # x / x, and the integer division
+    assert _primitives(module).count("integer_pow") == 3
+    _checked(fn, X, jnp.float32(3.3), X[0, 0] + 2.0, n)
+
+
+def test_a_scaled_chain_fuses_whole_after_its_division_goes():
+    def fn(g, norm):
+        clipped = g / norm
+        return clipped * 0.9 + (clipped * clipped) * 0.1
+
+    g, norm = jnp.linspace(-1.0, 1.0, 4096).reshape(64, 64), jnp.float32(2.5)
+    module, _ = _lowered(fn, g, norm, passes=(*CANON, "jx-fuse"))
+    fused = [op for op in module.walk() if isinstance(op, jx.FusedOp)]
+    assert len(fused) == 1 and not {"div", "mul", "add"} & {
+        op.primitive.data for op in module.ops.first.body.block.ops if isinstance(op, jx.PrimOp)
+    }
+    _checked(fn, g, norm, passes=(*CANON, "jx-fuse"))
+
+
 def test_stop_gradient_goes():
     def fn(x):
         return jax.nn.softmax(x, axis=-1), lax.stop_gradient(x) * 2.0
