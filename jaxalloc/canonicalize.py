@@ -380,12 +380,12 @@ class ImplicitBroadcast(RewritePattern):
 
 def _broadcasts_implicitly(use: Use) -> bool:
     """Whether the op of `use` would broadcast a smaller operand in its place: a binary elementwise
-    op whose other operand has its result's shape."""
+    op whose other operand, another value (not the broadcast read twice), has its result's shape."""
     op = use.operation
     if not _is(op, *IMPLICIT_BROADCAST) or len(op.results) != 1:
         return False
-    shape = _shape(op.results[0])
-    return any(i != use.index and _shape(v) == shape for i, v in enumerate(op.operands))
+    shape, broadcast = _shape(op.results[0]), op.operands[use.index]
+    return any(v is not broadcast and _shape(v) == shape for v in op.operands)
 
 
 @dataclass

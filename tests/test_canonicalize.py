@@ -186,6 +186,18 @@ def test_broadcasts_into_elementwise_ops_become_implicit():
     _checked(fn, X[0, :4], b, c)
 
 
+def test_a_broadcast_squared_stays():
+    """Both operands of `b * b` are the broadcast: made implicit, the product would be small."""
+
+    def fn(v):
+        b = jnp.broadcast_to(v, (4, 4))
+        return b * b, (b * b).sum()
+
+    module, _ = _lowered(fn, jnp.arange(4.0))
+    assert "broadcast_in_dim" in _primitives(module)
+    _checked(fn, jnp.arange(4.0))
+
+
 def test_a_broadcast_into_select_stays():
     def fn(p, x, row):
         return jnp.where(p, x, jnp.broadcast_to(row, x.shape))
