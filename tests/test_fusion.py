@@ -67,7 +67,7 @@ def test_a_fused_kernel_needs_no_memory_of_its_own():
                 assert analysis.temp_size_in_bytes == 0, program.name
 
 
-@pytest.mark.parametrize("program", _fused_corpus()[::2], ids=lambda p: p.name)
+@pytest.mark.parametrize("program", _fused_corpus()[::3], ids=lambda p: p.name)
 def test_fused_corpus_program_checked(program):
     """Every other program that fuses (the suite's time budget; `test_compiled` runs all of the corpus
     fused, against jit)."""
