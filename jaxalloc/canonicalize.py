@@ -296,7 +296,9 @@ class ComposeReshapes(RewritePattern):
         if not self.plain(inner):
             return
         source = inner.args[0]
-        if _is(op, "reshape"):
+        if _shape(source) == _shape(op.res[0]):  # the pair cancels
+            _replace(rewriter, op, source)
+        elif _is(op, "reshape"):
             rewriter.replace(op, self.rebind.rebuild(op, [source], op.res[0].type))
         else:
             rewriter.replace(op, self.rebind.reshape(source, _shape(op.res[0]), like=op))

@@ -124,6 +124,16 @@ def test_reshapes_of_reshapes_become_one_or_none():
     _checked(fn, X)
 
 
+def test_a_squeeze_undoing_a_reshape_cancels_it():
+    def fn(x):
+        y = x.reshape(4, 48) * 2.0
+        return lax.squeeze(y.reshape(4, 1, 48), (1,)) + 1.0
+
+    module, _ = _lowered(fn, X)
+    assert "squeeze" not in _primitives(module)
+    _checked(fn, X)
+
+
 @pytest.mark.parametrize(
     "source, wide",
     [(jnp.float16, jnp.float32), (jnp.bfloat16, jnp.float32), (jnp.int8, jnp.int32), (jnp.uint8, jnp.int16), (jnp.bool_, jnp.float32)],
