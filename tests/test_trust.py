@@ -564,3 +564,27 @@ def test_a_body_planned_twice_does_not_keep_what_the_first_plan_put_in_the_next_
     for n in (0, 1, 2):
         for mode in ("arena", "checked"):
             check_program(f, x, jnp.int32(n), mode=mode)
+
+
+FULL_PIPELINE = ("jx-dce", "jx-canonicalize", "jx-fuse", "jx-schedule")
+
+
+@pytest.mark.parametrize(
+    "seed",
+    [
+        218,  # jx-canonicalize made a broadcast read as both operands of one op implicit: a small result
+        285,  # the same
+        2190,  # a squeeze of a reshape back to the first operand's shape: planning raised ValueError
+        3604,  # the same
+        5209,  # the same
+        pytest.param(4875, marks=pytest.mark.xfail(raises=jaxalloc.PlanViolation, strict=True,
+                                                   reason="two views of a loop result the checker sees written in turn")),
+        pytest.param(5381, marks=pytest.mark.xfail(raises=jaxalloc.PlanViolation, strict=True,
+                                                   reason="refused by the static checker after jx-fuse and jx-schedule")),
+    ],
+)
+def test_random_programs_the_full_pipeline_soak_found(seed):
+    try:
+        check_random_program(random_program(seed), passes=FULL_PIPELINE)
+    except CopiedBytes:
+        pass  # values and reads checked; a copy is not what these seeds are about
