@@ -113,7 +113,8 @@ class _Dependences:
         self.reads: list[list[SSAValue]] = []
         self.readers: dict[SSAValue, list[Operation]] = {}
         self.after: list[set[int]] = []
-        last_effect = None
+        self.effects: list[int] = []
+        """The ops with an effect (or holding one), in order: each waits for the one before."""
         for i, op in enumerate(self.ops):
             reads = list(dict.fromkeys(v for v in _reads(op) if v.owner in self.index))
             self.reads.append(reads)
@@ -121,9 +122,9 @@ class _Dependences:
                 self.readers.setdefault(v, []).append(op)
             after = {self.index[v.owner] for v in reads}
             if _has_effect(op):
-                if last_effect is not None:
-                    after.add(last_effect)
-                last_effect = i
+                if self.effects:
+                    after.add(self.effects[-1])
+                self.effects.append(i)
             self.after.append(after)
 
     def size(self, value: SSAValue) -> int:
@@ -199,7 +200,7 @@ def depth_first(graph: _Dependences) -> list[Operation]:
     placed = [False] * n
     order = []
     roots = [graph.index[v.owner] for v in graph.live_out if v.owner in graph.index]
-    roots += [i for i, op in enumerate(graph.ops) if _has_effect(op)]
+    roots += graph.effects
     roots += range(n)  # what nothing reads, last
     for root in roots:
         stack = [(root, iter(sorted(graph.after[root])))]
