@@ -352,8 +352,10 @@ class _BlockPlanner:
                 initial = () if k in eligible else _chain(k, delay, args, yields)
                 carries.append(Carry(repeat[c], initial, passed=k in toggles))
                 if k in toggles:  # the result may be a value from outside the loop a branch handed back
-                    self.keep_alive.extend((v, results[k]) for v in toggles[k])
+                    self.keep_alive.extend((v, results[k]) for v in toggles[k] - {args[k]})
                     self.no_fold.add(results[k])
+                    if args[k] in toggles[k]:  # or the carried value handed back: after any rounds, the init operand
+                        self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
                 if k in eligible:
                     self.join(results[k], op.inits[k])
                 elif k != c:
@@ -558,14 +560,14 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
     """The lone positions whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not. For each, the
-    values from outside the loop it may be."""
+    values from outside the loop it may be, and its own carried value where a round may hand that back."""
     args, yields = body.args, body.last_op.operands
     toggles = {}
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
             sources = _view_sources(yields[c], args[c], body, plan, body, plan.placed_in.get(yields[c]))
             if sources is not None and (sources or results[c] in plan.placed_rings):
-                toggles[c] = sources - {args[c]}
+                toggles[c] = sources
     return toggles
 
 

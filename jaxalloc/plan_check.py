@@ -80,6 +80,9 @@ class _Instance:
     serial: int
     """Instances are numbered as they are written: those of a region walk come after the older ones."""
     copied_from: _Instance | None = None
+    content: object = None
+    """For a view written where its operand is not: the operand and the paths, as one key. Two
+    such copies of one operand, at the same bytes, write the same bytes: neither overwrites the other."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,8 @@ class _Memory:
                 continue
             if (old.value, old.rounds, old.start) == (new.value, new.rounds, new.start):
                 continue  # the same value put in its place on other paths: alternatives, not an overwrite
+            if new.content is not None and (old.content, old.start, old.end) == (new.content, new.start, new.end):
+                continue  # a view of the same operand written again where another view of it is
             self.overwritten.setdefault(old, []).append((new, new.guard))
             if _implies(old.guard, new.guard):  # overwritten wherever it exists
                 self.forget(old, keep_overwritten=True)
@@ -304,11 +309,12 @@ class _Walk:
             )
         return place
 
-    def new(self, value: SSAValue, place: SlotAttr, copied_from: _Instance | None = None, guard: Guard | None = None) -> _Instance:
+    def new(self, value: SSAValue, place: SlotAttr, copied_from: _Instance | None = None, guard: Guard | None = None,
+            content: object = None) -> _Instance:
         start, guard = place.offset.data, self.guard if guard is None else guard
         self.serial += 1
         end = start + byte_size(value.type)
-        return _Instance(value, tuple(self.rounds), start, end, guard, self.serial, copied_from)
+        return _Instance(value, tuple(self.rounds), start, end, guard, self.serial, copied_from, content)
 
     def prim(self, op: Operation, env: dict) -> None:
         written = []
@@ -337,7 +343,7 @@ class _Walk:
                 if at == slot.offset.data:
                     kept.update((i, g) for i, g in operand.instances if i.start == at and _both(g, paths) is not None)
                 else:
-                    written.append(self.new(result, slot, guard=paths))
+                    written.append(self.new(result, slot, guard=paths, content=(operand.on(paths), paths)))
                     kept.add((written[-1], paths))
         return _Located(self.outside().tokens, frozenset(kept))
 

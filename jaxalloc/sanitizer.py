@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
 from xdsl.interpreter import register_impls
 from xdsl.ir import Operation
 
 from jaxalloc.arena import COPY, Arena, Layout, Located
+from jaxalloc.dialects import jx
 from jaxalloc.errors import PlanViolation
 from jaxalloc.frontend import value_label, value_name
 from jaxalloc.interpreter import ArenaFunctions
@@ -43,6 +45,10 @@ class ShadowArena(Arena):
         self.owner = np.zeros(nbytes, np.int32)
         self.writes: list[str] = ["nothing (never written in this run)"]
         """What each write put into the arena, for messages; write 0 is the arena's initial zeros."""
+        self.same_bytes: dict[int, object] = {}
+        """For a write of bytes read from elsewhere (a copy, a view written where its operand is not): what
+        it copied, one key per source, so that two such writes of one source may stand in for each other."""
+        self._sources: list = []  # arrays keyed by id above, kept so that no id is reused
 
     def reading(self, inputs: Sequence[Located], layouts: Sequence[Layout]) -> None:
         for value, layout in zip(inputs, layouts):
@@ -52,6 +58,9 @@ class ShadowArena(Arena):
                 raise PlanViolation(f"{self._doing()} reads arena offset {value}, which no write of this run placed")
             owners = self.owner[value : value + layout.nbytes]
             wrong = np.flatnonzero(owners != value.write)
+            key = self.same_bytes.get(value.write)
+            if len(wrong) and key is not None and all(self.same_bytes.get(int(w)) == key for w in np.unique(owners[wrong])):
+                continue  # rewritten with the same bytes from the same source, which was intact then
             if len(wrong):
                 at = value + int(wrong[0])
                 raise PlanViolation(
@@ -60,9 +69,11 @@ class ShadowArena(Arena):
                 )
 
     _entering: Sequence = ()
+    _bytes_of: Sequence = ()
 
     def run(self, op, inputs, in_layouts, places, out_layouts, kernels=None):
         self._copy_of = inputs if op is COPY else None
+        self._bytes_of = inputs if op is COPY else inputs[:1] if _reinterprets(self.current, in_layouts, out_layouts) else ()
         return super().run(op, inputs, in_layouts, places, out_layouts, kernels)
 
     def enter(self, values, layouts, places, arguments):
@@ -79,9 +90,18 @@ class ShadowArena(Arena):
                 write = len(self.writes)
                 self.writes.append(self._what(k))
                 self.owner[value : value + layout.nbytes] = write
+                if k < len(self._bytes_of):
+                    self.same_bytes[write] = self._source_key(self._bytes_of[k])
                 value = Tagged(value, write)
             tagged.append(value)
         return tuple(tagged)
+
+    def _source_key(self, source: Located) -> object:
+        """What a copy of `source` holds: the bytes of the write it was read from, or an array outside."""
+        if isinstance(source, Tagged):
+            return self.same_bytes.get(source.write, source.write)
+        self._sources.append(source)
+        return ("array", id(source))
 
     def _what(self, k: int) -> str:
         """What write `k` of the op being run puts into the arena: its result, or a copy."""
@@ -108,6 +128,19 @@ class CheckedFunctions(ArenaFunctions):
     def new_arena(self, nbytes: int) -> Arena:
         return ShadowArena(nbytes)
 
+
+
+_VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "bitcast_convert_type"})
+
+
+def _reinterprets(op: Operation | None, in_layouts, out_layouts) -> bool:
+    """Whether `op` writes its first operand's bytes unchanged: a view of as many bytes, computed where
+    its operand is not (a reshape that transposes first is not one)."""
+    return (
+        isinstance(op, jx.PrimOp) and op.primitive.data in _VIEWS and len(op.results) == 1 and len(in_layouts) >= 1
+        and in_layouts[0].nbytes == out_layouts[0].nbytes
+        and op.params.data.get("dimensions", StringAttr("None")) == StringAttr("None")
+    )
 
 
 def _op_label(op: Operation | None) -> str:

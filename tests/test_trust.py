@@ -566,6 +566,27 @@ def test_a_body_planned_twice_does_not_keep_what_the_first_plan_put_in_the_next_
             check_program(f, x, jnp.int32(n), mode=mode)
 
 
+def test_a_loop_that_hands_back_its_carried_value_keeps_the_init_operand_alive():
+    """Every round of the outer loop yields what an inner loop hands back: the outer carried value
+    itself, read in place. After any number of rounds the result is still the init operand's
+    bytes, so they must outlive the result; the planner let `~h` take them (the static checker
+    refused the plan)."""
+
+    def f(a, b, n):
+        h = jnp.max(a) > 0.5
+        def outer(i, s):
+            return lax.while_loop(lambda st: st[0] < jnp.clip(i, 0, n), lambda st: (st[0] + 1, s), (0, s))[1]
+
+        carried = lax.fori_loop(0, 5, outer, h)
+        k = lax.cond(h, jnp.tanh, lambda v: v, b)
+        return carried, lax.cond(~h, lambda v: v, lambda v: -v, k)
+
+    a = jnp.array([-0.4, 0.45, 1.46, -1.68])
+    for n in (0, 3):
+        for mode in ("arena", "checked"):
+            check_program(f, a, jnp.float32(-0.38), n, mode=mode)
+
+
 FULL_PIPELINE = ("jx-dce", "jx-canonicalize", "jx-fuse", "jx-schedule")
 
 
@@ -577,10 +598,8 @@ FULL_PIPELINE = ("jx-dce", "jx-canonicalize", "jx-fuse", "jx-schedule")
         2190,  # a squeeze of a reshape back to the first operand's shape: planning raised ValueError
         3604,  # the same
         5209,  # the same
-        pytest.param(4875, marks=pytest.mark.xfail(raises=jaxalloc.PlanViolation, strict=True,
-                                                   reason="two views of a loop result the checker sees written in turn")),
-        pytest.param(5381, marks=pytest.mark.xfail(raises=jaxalloc.PlanViolation, strict=True,
-                                                   reason="refused by the static checker after jx-fuse and jx-schedule")),
+        4875,  # two views of an inner loop's result, each copied into one slot: the checker blamed the second
+        5381,  # a loop result the body hands back its carried value as: the init operand died at the loop
     ],
 )
 def test_random_programs_the_full_pipeline_soak_found(seed):
