@@ -22,8 +22,9 @@ next chunk. With `--results FILE` every seed's outcome is appended to FILE as a 
 already there are not run again (so an interrupted chunk resumes), and `--summarize` prints the
 tables of all the chunks in the files. `--mode checked` is the sanitizer mode, which raises
 `jaxalloc.PlanViolation`; where this jaxalloc has no such mode the soak says so and runs `arena`.
-`--passes` are the jx passes run before planning (default `jx-dce`, as a planned function runs;
-`--passes ''` plans each program as generated, dead code and all). Workers share JAX's persistent
+`--passes` are the jx passes run before planning (default: the pipeline a planned function runs,
+`jx-dce,jx-canonicalize,jx-fuse,jx-schedule`; `--passes ''` plans each program as generated, dead
+code and all). Workers share JAX's persistent
 compilation cache (`--compilation-cache`): the programs are made of the same few small kernels.
 """
 
@@ -42,6 +43,8 @@ import traceback
 import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from jaxalloc.api import DEFAULT_PASSES
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 
@@ -314,8 +317,8 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--mode", default="checked", help="mode of the planned runs (default checked)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2; 0 runs in this process)")
-    parser.add_argument("--passes", default="jx-dce", help="jx passes run before planning, comma-separated "
-                        "(default jx-dce, as planned functions run; '' plans each program as generated)")
+    parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), help="jx passes run before planning, "
+                        "comma-separated (default: the pipeline planned functions run; '' plans each program as generated)")
     parser.add_argument("--timeout", type=int, default=120, help="seconds a program may take (default 120; 0: none)")
     parser.add_argument("--recycle", type=int, default=200, help="seeds a worker checks before it is replaced "
                         "(default 200: a worker's compiled kernels pile up, some GiB per few hundred programs)")

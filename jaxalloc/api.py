@@ -38,8 +38,9 @@ MODES = ("arena", "compiled", "eager", "checked")
 PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass, "jx-schedule": SchedulePass}
 """The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
 
-DEFAULT_PASSES = ("jx-dce",)
-"""The passes a planned function runs unless told otherwise (`passes=()` plans the jaxpr as traced)."""
+DEFAULT_PASSES = ("jx-dce", "jx-canonicalize", "jx-fuse", "jx-schedule")
+"""The passes a planned function runs unless told otherwise, in this order: the values XLA would not
+keep are removed, fused or ordered away before planning. `passes=()` plans the jaxpr as traced."""
 
 
 def _run_pass(name: str, converted: Converted) -> None:
@@ -483,10 +484,11 @@ def planned(
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
     jax arrays. `measure_memory=True` samples the bytes in use after every op into
     `last_run`. `passes` are the jx passes run, in order, on the module before it is planned
-    (default `("jx-dce",)`: what nothing needs is removed; `"jx-canonicalize"`: transposes, round
-    trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise chains become one
-    `jx.fused` op, planned and run as one kernel; `"jx-schedule"`: each block's ops reordered to
-    lower the max-live bound; `()`: the jaxpr as traced). `donate_argnums` / `donate_argnames` donate
+    (default all four, `DEFAULT_PASSES`: `"jx-dce"`: what nothing needs is removed; `"jx-canonicalize"`:
+    transposes, round trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise
+    chains become one `jx.fused` op, planned and run as one kernel; `"jx-schedule"`: each block's ops
+    reordered to lower the max-live bound; `("jx-dce",)`: the program's own ops in traced order;
+    `()`: the jaxpr as traced). `donate_argnums` / `donate_argnames` donate
     arguments as `jax.jit` does (every leaf of each): a donated argument is a row of the arena from
     the start to its last use, written there as the call starts (the caller's array is deleted), so
     later values and the outputs may take its bytes; compiled mode donates it to XLA too.

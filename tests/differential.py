@@ -28,6 +28,10 @@ from jaxalloc.dialects import jx
 from jaxalloc.frontend import Converted, parse_module
 from jaxalloc.types import byte_size
 
+AS_TRACED = ("jx-dce",)
+"""The passes that leave the program's ops as traced (only dead code goes): for tests of the planner,
+and as the baseline the other passes are measured against."""
+
 # Op-by-op and jitted runs must agree to float32 rounding; GPUs multiply float32 matrices in
 # TF32 by default, which differs between kernels far more than that.
 jax.config.update("jax_default_matmul_precision", "highest")

@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 import jaxalloc
 from corpus_programs import BY_NAME
-from differential import assert_same, memory_figures
+from differential import AS_TRACED, assert_same, memory_figures
 from jaxalloc.arena import Arena, from_bytes, layout_of, to_bytes
 from jaxalloc.dialects import jx
 from jaxalloc.errors import UnsupportedProgramError
@@ -208,7 +208,7 @@ def test_modes_and_options():
         jaxalloc.planned(jnp.sin, mode="lazy")
     with pytest.raises(jaxalloc.JaxallocError, match="unknown allocator"):
         jaxalloc.planned(jnp.sin, allocator="nope")
-    g = jaxalloc.planned(lambda x: jnp.sin(x) * jnp.cos(x), allocator="greedy-size", alignment=256)
+    g = jaxalloc.planned(lambda x: jnp.sin(x) * jnp.cos(x), allocator="greedy-size", alignment=256, passes=AS_TRACED)
     x = jnp.ones(100)
     assert_same(g(x), jnp.sin(x) * jnp.cos(x))
     plan = g.plan(x)

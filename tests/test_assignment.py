@@ -4,6 +4,7 @@ multi-view cases get the repeat lengths and arena sizes NNC's scheme gives them.
 import jax.numpy as jnp
 import pytest
 from jax import lax
+from differential import AS_TRACED
 
 import jaxalloc
 from corpus_programs import PROGRAMS
@@ -19,7 +20,7 @@ MiB = 1 << 20
 def planned_rows(fn, *args, allocator="nnc", alignment=64):
     """Plan `fn` and check it both ways (the static checker on the planned IR, the rows); the block
     plan, rows and bound."""
-    module = jaxalloc.planned(fn).lower(*args)
+    module = jaxalloc.planned(fn, passes=AS_TRACED).lower(*args)
     func = next(iter(module.ops))
     plan = plan_function(func, allocator=allocator, alignment=alignment)
     checked = make_plan(module, allocator, alignment)

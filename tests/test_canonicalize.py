@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from corpus_programs import PROGRAMS as CORPUS
-from differential import check_program
+from differential import AS_TRACED, check_program
 from jax import lax
 from jax._src.ad_util import add_jaxvals_p
 from random_programs import random_program
@@ -53,7 +53,7 @@ def _changed_corpus() -> list:
     """The corpus programs in which `jx-canonicalize` changes something."""
     return [
         p for p in CORPUS
-        if str(jaxalloc.planned(p.fn).lower(*p.make_args())) != str(_lowered(p.fn, *p.make_args())[0])
+        if str(jaxalloc.planned(p.fn, passes=AS_TRACED).lower(*p.make_args())) != str(_lowered(p.fn, *p.make_args())[0])
     ]
 
 
@@ -286,7 +286,7 @@ def test_new_bindings_print_as_they_bind_and_text_alone_gives_the_same_module():
     printed module without its side table (as `xdsl-opt` does) gives the same text, keys included."""
     assert len(_changed_corpus()) >= 20
     for program in _changed_corpus():
-        before = str(jaxalloc.planned(program.fn).lower(*program.make_args()))
+        before = str(jaxalloc.planned(program.fn, passes=AS_TRACED).lower(*program.make_args()))
         module, table = _lowered(program.fn, *program.make_args())
         for op in module.walk():
             if isinstance(op, jx.PrimOp):
@@ -323,7 +323,7 @@ def test_random_program_checked(seed):
 def test_it_removes_what_it_promises_on_a_training_step():
     """The MLP training step's weight gradients, `(x.T @ g).T`, lose their transposes: the bound drops."""
     program = next(p for p in CORPUS if p.name == "mlp_train_step")
-    plain = jaxalloc.planned(program.fn).plan(*program.make_args())
+    plain = jaxalloc.planned(program.fn, passes=AS_TRACED).plan(*program.make_args())
     canonical = jaxalloc.planned(program.fn, passes=CANON).plan(*program.make_args())
     assert canonical.lower_bound < plain.lower_bound and len(canonical.buffers) < len(plain.buffers)
 

@@ -14,6 +14,7 @@ from jax import lax
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, Builtin
 from xdsl.parser import Parser
+from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.dialects import jx
@@ -71,7 +72,7 @@ def test_the_updated_params_take_the_donated_params_bytes():
     saved = kept.arena_bytes + params.nbytes - donated.arena_bytes
     assert saved == params.nbytes
     # unfused, `lr * grad` is live with the params, so the arena holds both: nothing is saved
-    unfused = jaxalloc.planned(sgd, donate_argnums=0).plan(params, grad, lr, include_outputs=True)
+    unfused = jaxalloc.planned(sgd, donate_argnums=0, passes=AS_TRACED).plan(params, grad, lr, include_outputs=True)
     assert unfused.arena_bytes == 2 * params.nbytes + 64
     assert _func(unfused).attributes["mem.args"].data[0] == _op(unfused, "sub").attributes["mem.slot"]
 
@@ -107,7 +108,7 @@ def test_a_donated_argument_read_late_is_kept_until_its_last_read(fn, args, mode
 
 def test_a_donated_argument_not_read_after_an_output_is_written_is_not_taken():
     p, g = jnp.linspace(0.0, 1.0, 16), jnp.ones(16)
-    plan = jaxalloc.planned(reads_after_output, donate_argnums=0).plan(p, g, include_outputs=True)
+    plan = jaxalloc.planned(reads_after_output, donate_argnums=0, passes=AS_TRACED).plan(p, g, include_outputs=True)
     arg = _func(plan).attributes["mem.args"].data[0]
     out = _op(plan, "mul").attributes["mem.slot"]  # the first mul: the output, p still to be read
     assert out.offset.data + out.size.data <= arg.offset.data or arg.offset.data + arg.size.data <= out.offset.data
@@ -115,7 +116,7 @@ def test_a_donated_argument_not_read_after_an_output_is_written_is_not_taken():
 
 def test_the_static_checker_catches_a_plan_writing_over_a_donated_argument_before_its_last_read():
     p, g = jnp.linspace(0.0, 1.0, 16), jnp.ones(16)
-    plan = jaxalloc.planned(reads_after_output, donate_argnums=0).plan(p, g, include_outputs=True)
+    plan = jaxalloc.planned(reads_after_output, donate_argnums=0, passes=AS_TRACED).plan(p, g, include_outputs=True)
     func = _func(plan)
     check_planned(func)
     _op(plan, "mul").attributes["mem.slot"] = func.attributes["mem.args"].data[0]
@@ -126,7 +127,7 @@ def test_the_static_checker_catches_a_plan_writing_over_a_donated_argument_befor
 
 def test_the_checkers_catch_two_donated_arguments_in_one_slot():
     a, b = jnp.ones(16), jnp.ones(16)
-    plan = jaxalloc.planned(lambda x, y: jnp.sin(x) * y, donate_argnums=(0, 1)).plan(a, b)
+    plan = jaxalloc.planned(lambda x, y: jnp.sin(x) * y, donate_argnums=(0, 1), passes=AS_TRACED).plan(a, b)
     func = _func(plan)
     first, second = func.attributes["mem.args"].data
     assert first != second
@@ -137,7 +138,7 @@ def test_the_checkers_catch_two_donated_arguments_in_one_slot():
 
 def test_the_sanitizer_catches_a_plan_writing_over_a_donated_argument_before_its_last_read():
     p, g = jnp.linspace(0.0, 1.0, 16), jnp.ones(16)
-    planned = jaxalloc.planned(reads_after_output, donate_argnums=0, mode="checked")
+    planned = jaxalloc.planned(reads_after_output, donate_argnums=0, mode="checked", passes=AS_TRACED)
     planned(jnp.array(p), g)
     plan, _, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
     func = _func(plan)
@@ -168,7 +169,7 @@ def test_every_leaf_of_a_donated_pytree_is_donated_by_position_or_by_name():
 
 
 def test_a_donated_plan_prints_and_parses_back():
-    plan = jaxalloc.planned(sgd, donate_argnums=0).plan(*_args())
+    plan = jaxalloc.planned(sgd, donate_argnums=0, passes=AS_TRACED).plan(*_args())
     text = str(plan.module)
     assert "mem.args = [#mem.slot<offset = 0, size = 16384>, #mem.slot<offset = 0, size = 0>" in text
     ctx = Context()

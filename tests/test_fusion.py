@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 import library_programs
 from corpus_programs import PROGRAMS as CORPUS
-from differential import check_program
+from differential import AS_TRACED, check_program
 from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
 
@@ -46,7 +46,7 @@ def test_a_chain_becomes_one_planned_value():
     fused = jaxalloc.planned(_gelu_mlp, passes=FUSE)
     module = fused.lower(*GELU_ARGS)
     assert sum(isinstance(op, jx.FusedOp) for op in module.walk()) == 2
-    assert fused.plan(*GELU_ARGS).arena_bytes < jaxalloc.planned(_gelu_mlp).plan(*GELU_ARGS).arena_bytes
+    assert fused.plan(*GELU_ARGS).arena_bytes < jaxalloc.planned(_gelu_mlp, passes=AS_TRACED).plan(*GELU_ARGS).arena_bytes
 
 
 @pytest.mark.parametrize("mode", ["eager", "arena", "checked", "compiled"])
@@ -119,5 +119,5 @@ def test_fusion_never_raises_the_bound():
     programs = [(library_programs.eqx_mlp_train_step, library_programs._eqx_mlp_train_args())]
     programs += [(p.fn, p.make_args()) for p in _fused_corpus()]
     for fn, args in programs:
-        bounds = [jaxalloc.planned(fn, passes=passes).plan(*args, include_outputs=True).lower_bound for passes in (("jx-dce",), FUSE)]
+        bounds = [jaxalloc.planned(fn, passes=passes).plan(*args, include_outputs=True).lower_bound for passes in (AS_TRACED, FUSE)]
         assert bounds[1] <= bounds[0], fn.__name__

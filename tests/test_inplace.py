@@ -2,6 +2,7 @@
 
 import jax.numpy as jnp
 from jax import lax
+from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.dialects import jx
@@ -9,7 +10,7 @@ from jaxalloc.inplace import in_place_candidates, is_view
 
 
 def prims(fn, *args) -> dict[str, jx.PrimOp]:
-    module = jaxalloc.planned(fn).lower(*args)
+    module = jaxalloc.planned(fn, passes=AS_TRACED).lower(*args)
     return {op.primitive.data: op for op in module.walk() if isinstance(op, jx.PrimOp)}
 
 

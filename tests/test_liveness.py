@@ -2,6 +2,7 @@
 
 import jax.numpy as jnp
 from jax import lax
+from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.dialects import jx
@@ -10,7 +11,7 @@ from jaxalloc.liveness import block_liveness, flat_schedule, last_uses
 
 
 def func_of(fn, *args) -> jx.FuncOp:
-    return next(iter(jaxalloc.planned(fn).lower(*args).ops))
+    return next(iter(jaxalloc.planned(fn, passes=AS_TRACED).lower(*args).ops))
 
 
 def test_straight_line_lifetimes_are_half_open():

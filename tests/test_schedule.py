@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from corpus_programs import PROGRAMS as CORPUS
-from differential import check_program
+from differential import AS_TRACED, check_program
 from random_programs import random_program
 from test_random_programs import check_random_program
 
@@ -30,13 +30,13 @@ def _bound(fn, *args, passes) -> int:
 
 
 def test_three_chains_run_one_after_another():
-    before, after = _bound(_three_chains, X, passes=("jx-dce",)), _bound(_three_chains, X, passes=SCHEDULE)
+    before, after = _bound(_three_chains, X, passes=AS_TRACED), _bound(_three_chains, X, passes=SCHEDULE)
     assert (before, after) == (3 * 16384 + 64, 16384 + 2 * 64)  # the arrays, and 64-byte scalars
     check_program(_three_chains, X, mode="checked", passes=SCHEDULE)
 
 
 def test_the_bounds_of_every_candidate_are_reported_and_the_best_is_kept():
-    module = jaxalloc.planned(_three_chains).lower(X)
+    module = jaxalloc.planned(_three_chains, passes=AS_TRACED).lower(X)
     bounds = schedule(module)
     assert set(bounds) == {*ORDERS, "best"}
     assert bounds["best"] == min(bounds.values()) < bounds["traced"]
@@ -74,7 +74,7 @@ def test_a_value_read_only_inside_a_branch_is_computed_before_the_case():
 def test_corpus_program_scheduled(program):
     args = program.make_args()
     check_program(program.fn, *args, mode="checked", name=program.name, passes=SCHEDULE)
-    assert _bound(program.fn, *args, passes=SCHEDULE) <= _bound(program.fn, *args, passes=("jx-dce",))
+    assert _bound(program.fn, *args, passes=SCHEDULE) <= _bound(program.fn, *args, passes=AS_TRACED)
 
 
 @pytest.mark.parametrize("seed", range(4))

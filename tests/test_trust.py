@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from differential import check_program
+from differential import AS_TRACED, check_program
 from jax import lax
 from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
@@ -142,7 +142,7 @@ def test_regression_runs_right_in_every_mode(fn, args, mode):
 
 
 def _planned_func(fn, *args):
-    plan = jaxalloc.planned(fn).plan(*args)
+    plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args)
     return plan, next(iter(plan.module.ops))
 
 
@@ -177,7 +177,7 @@ def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answe
         return jnp.sum(s * jnp.cos(x) + s)
 
     x = jnp.linspace(0.0, 1.0, 64)
-    planned = jaxalloc.planned(two_live_values, mode="checked")
+    planned = jaxalloc.planned(two_live_values, mode="checked", passes=AS_TRACED)
     expected = planned(x)
     plan, schedules, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
     ops = {op.primitive.data: op for op in plan.module.walk() if isinstance(op, jx.PrimOp)}
@@ -193,7 +193,7 @@ def test_the_sanitizer_names_the_round():
         return lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) + x, x * 1.0)
 
     x = jnp.linspace(0.0, 1.0, 16)
-    planned = jaxalloc.planned(loop, mode="checked")
+    planned = jaxalloc.planned(loop, mode="checked", passes=AS_TRACED)
     planned(x)
     plan, _, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
     loop_op = next(op for op in plan.module.walk() if isinstance(op, jx.WhileOp))
