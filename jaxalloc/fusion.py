@@ -46,6 +46,17 @@ def fusible(op: Operation) -> bool:
     return all(v.type.get_shape() == shape or (smaller and _broadcasts_to(v.type.get_shape(), shape)) for v in op.operands)
 
 
+def _joins_readers(op: Operation) -> bool:
+    """A broadcast or an iota fuses into the elementwise ops that read it, as in XLA, where inside a
+    fusion a broadcast is an index into its operand and an iota the index itself: never into a
+    division or the like, whose smaller operand XLA computes on once, in memory of its own. Neither
+    starts a fusion: what feeds a broadcast is smaller, and computing that again for every element it
+    is read at is what XLA avoids."""
+    if not isinstance(op, jx.PrimOp) or len(op.results) != 1:
+        return False
+    return (op.primitive.data, len(op.operands)) in {("broadcast_in_dim", 1), ("iota", 0)}
+
+
 def _broadcasts_to(operand: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     """A scalar, or an operand of the result's rank with size 1 where the result's size differs."""
     return not operand or len(operand) == len(shape) and all(d in (1, s) for d, s in zip(operand, shape))
@@ -154,6 +165,10 @@ class _Lives:
         return culprits
 
 
+def _shape(op: Operation) -> tuple[int, ...]:
+    return op.results[0].type.get_shape()
+
+
 def _bytes(value: SSAValue, alignment: int = 64) -> int:
     return -(-byte_size(value.type) // alignment) * alignment
 
@@ -166,13 +181,16 @@ def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operatio
     roots: dict[Operation, set[Operation]] = {}
     duplicated: dict[Operation, int] = {}
     for op in reversed(lives.ops):
-        if not fusible(op):
+        broadcast = _joins_readers(op)
+        if not fusible(op) and not broadcast:
             continue
         roots[op] = {op}
         readers = _readers(op, lives.block)
         # only into readers of its shape: XLA computes an expression of smaller operands once, before
         # the loop over elements, in memory of its own that no plan would see
-        if op in kept or not readers or not all(r in roots and r.results[0].type == op.results[0].type for r in readers):
+        if op in kept or not readers or not all(r in roots and _shape(r) == _shape(op) for r in readers):
+            continue
+        if broadcast and any(r.primitive.data in _HOISTED or _joins_readers(r) for r in readers):
             continue
         into = set().union(*(roots[r] for r in readers))
         chain = 1 + max(duplicated.get(r, 0) for r in readers) if len(into) > 1 else 0
@@ -187,12 +205,13 @@ def fuse_block(block: Block, budget: int | None = None) -> int:
 
     A moved op's operands are read where its fusions run, later than before: where that makes a step
     that stays hold more bytes than before any fusion (the bytes of the moved ops' results, no longer
-    planned, less those of the operands whose lives grow), the ops reading those operands stay ops of
-    their own, and the choice is made again."""
+    planned, less those of the operands whose lives grow), the chain of moved ops from such a reader
+    is cut at its last link, which stays where it is as a fusion of its own (so the chain moves no
+    farther than that op), and the choice is made again."""
     lives = _Lives(block, budget)
     kept: set[Operation] = set()
     while culprits := lives.rises(roots := _choose(lives, kept)):
-        kept |= culprits
+        kept |= {_last_moved(op, roots, block) for op in culprits}
     groups: dict[Operation, list[Operation]] = {}
     for op in lives.ops:
         for root in roots.get(op, ()):
@@ -204,6 +223,14 @@ def fuse_block(block: Block, budget: int | None = None) -> int:
         if op in roots and op not in roots[op]:
             Rewriter.erase_op(op)
     return len(made)
+
+
+def _last_moved(op: Operation, roots: dict[Operation, set[Operation]], block: Block) -> Operation:
+    """The moved op that `op`'s result reaches its fusion through: following readers that move too,
+    the last one, read by the fusion's root."""
+    while moving := [r for r in _readers(op, block) if r in roots and r not in roots[r]]:
+        op = moving[0]
+    return op
 
 
 def _fuse(root: Operation, group: list[Operation]) -> None:
@@ -252,19 +279,21 @@ class FusePass(ModulePass):
     name = "jx-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        """Fusions within the bound of the plan before (of a module with one function), kept only if
-        the plan after has no higher bound; else those that leave every step at most as full as
-        before, under the same check; else none."""
+        """Of two choices of fusions (of a module with one function), the one whose plan has the lower
+        bound, if it is no higher than the bound before: the fusions within that bound, or those that
+        leave every step at most as full as before (fewer fusions may plan lower); else none."""
         if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
             fuse_module(op)
             return
         before = module_bound(op.clone())
+        bounds = {}
         for budget in (before, None):
             trial = op.clone()
             fuse_module(trial, budget)
-            if module_bound(trial) <= before:
-                fuse_module(op, budget)
-                return
+            bounds[budget] = module_bound(trial)
+        budget = min(bounds, key=lambda b: bounds[b])  # the first of equals: the bound before
+        if bounds[budget] <= before:
+            fuse_module(op, budget)
 
 
 def fuse_module(module: ModuleOp, budget: int | None = None) -> None:

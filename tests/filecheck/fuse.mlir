@@ -74,3 +74,61 @@ builtin.module {
 // BOUND-NEXT:   jx.yield %r_1 : tensor<8x16xf32>
 // BOUND-NEXT: })
 // BOUND-NEXT: jx.yield %b, %c, %q, %r
+
+// RUN: xdsl-opt %s -p jx-fuse --split-input-file | filecheck %s --check-prefix=CUT
+// -----
+
+// A comparison (a bool result) and a broadcast join the select that reads them, as in XLA, where a
+// broadcast inside a fusion indexes its operand; so does %e, read twice in that one fusion: only the
+// select's result is planned.
+builtin.module {
+  jx.func @h(%x: tensor<8x16xf32>, %z: tensor<16xf32>) -> tensor<8x16xf32> {
+    %e = jx.prim "exp"[0](%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+    %c = jx.const[1] "1.0" : tensor<f32>
+    %m = jx.prim "gt"[2](%e, %c) : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xi1>
+    %b = jx.prim "broadcast_in_dim"[3](%z) {shape = "(8, 16)", broadcast_dimensions = "(1,)"} : (tensor<16xf32>) -> tensor<8x16xf32>
+    %s = jx.prim "select_n"[4](%m, %e, %b) : (tensor<8x16xi1>, tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+    jx.yield %s : tensor<8x16xf32>
+  }
+}
+
+// CUT:      %c = jx.const[1] "1.0" : tensor<f32>
+// CUT-NEXT: %s = "jx.fused"(%x, %c, %z) ({
+// CUT-NEXT: ^bb0(%0: tensor<8x16xf32>, %1: tensor<f32>, %2: tensor<16xf32>):
+// CUT-NEXT:   %e = jx.prim "exp"[0](%0)
+// CUT-NEXT:   %m = jx.prim "gt"[2](%e, %1)
+// CUT-NEXT:   %b = jx.prim "broadcast_in_dim"[3](%2)
+// CUT-NEXT:   %s_1 = jx.prim "select_n"[4](%m, %e, %b)
+// CUT-NEXT:   jx.yield %s_1 : tensor<8x16xf32>
+// CUT-NEXT: })
+
+// -----
+
+// A chain read late: moving all of it to %r would keep %u and %v alive across %big, the peak, in
+// place of %b. The chain is cut at its last link: %b stays where it is, a fusion of the links
+// before it, and %r reads it.
+builtin.module {
+  jx.func @late(%x: tensor<8x16xf32>, %s: tensor<16x16xf32>, %w: tensor<16x256xf32>, %y: tensor<8x16xf32>) -> (tensor<f32>, tensor<8x16xf32>) {
+    %u = jx.prim "dot_general"[0](%x, %s) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+    %v = jx.prim "dot_general"[1](%y, %s) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+    %a = jx.prim "add"[2](%u, %v) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+    %n = jx.prim "neg"[3](%a) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+    %b = jx.prim "exp"[4](%n) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+    %big = jx.prim "dot_general"[5](%x, %w) : (tensor<8x16xf32>, tensor<16x256xf32>) -> tensor<8x256xf32>
+    %c = jx.prim "reduce_sum"[6](%big) {axes = "(0, 1)"} : (tensor<8x256xf32>) -> tensor<f32>
+    %r = jx.prim "mul"[7](%b, %y) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
+    jx.yield %c, %r : tensor<f32>, tensor<8x16xf32>
+  }
+}
+
+// CUT:      %v = jx.prim "dot_general"[1](%y, %s)
+// CUT-NEXT: %b = "jx.fused"(%u, %v) ({
+// CUT-NEXT: ^bb0(%0: tensor<8x16xf32>, %1: tensor<8x16xf32>):
+// CUT-NEXT:   %a = jx.prim "add"[2](%0, %1)
+// CUT-NEXT:   %n = jx.prim "neg"[3](%a)
+// CUT-NEXT:   %b_1 = jx.prim "exp"[4](%n)
+// CUT-NEXT:   jx.yield %b_1 : tensor<8x16xf32>
+// CUT-NEXT: })
+// CUT-NEXT: %big = jx.prim "dot_general"[5](%x, %w)
+// CUT-NEXT: %c = jx.prim "reduce_sum"[6](%big)
+// CUT-NEXT: %r = jx.prim "mul"[7](%b, %y)
