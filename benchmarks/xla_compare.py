@@ -54,7 +54,7 @@ def fair(chosen) -> dict:
     last = PIPELINES[-1][0]
     header = [
         "program", *(f"bound ({name})" for name, _ in PIPELINES), f"nnc arena ({last})",
-        "XLA (fusion off)", "XLA (default)", "arena / XLA off", "arena / XLA default",
+        "XLA (fusion off)", "XLA (default)", "arena - XLA off (B)", "arena / XLA off", "arena / XLA default",
     ]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
@@ -77,6 +77,7 @@ def fair(chosen) -> dict:
             format_size(plan.arena_bytes),
             format_size(comparison.xla_bytes(off)),
             format_size(comparison.xla_bytes(default)),
+            f"{plan.arena_bytes - comparison.xla_bytes(off):+,}",
             _ratio(ratio_off),
             _ratio(ratio_default),
         ]

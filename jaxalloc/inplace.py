@@ -64,8 +64,11 @@ def in_place_candidates(op: Operation) -> tuple[int, ...]:
 
 
 def _maps_elements(op: Operation) -> bool:
-    """Whether a fused op's inner op keeps element `i` of a result of the fused op's shape at `i`."""
-    return isinstance(op, jx.YieldOp) or (isinstance(op, jx.PrimOp) and op.primitive.data in ELEMENTWISE)
+    """Whether a fused op's inner op keeps element `i` of a result of the fused op's shape at `i`, or
+    reads no value of that shape (a broadcast of a smaller one, an iota)."""
+    return isinstance(op, jx.YieldOp) or (
+        isinstance(op, jx.PrimOp) and op.primitive.data in ELEMENTWISE | {"broadcast_in_dim", "iota"}
+    )
 
 
 def is_view(op: Operation) -> bool:

@@ -54,6 +54,21 @@ def test_same_width_conversion_runs_in_place_and_narrowing_does_not():
     assert in_place_candidates(narrower) == ()
 
 
+def test_a_fused_chain_runs_in_place_over_an_operand_of_its_shape_whatever_it_broadcasts():
+    def f(x, mask, row):
+        y = jnp.exp(x)
+        return jnp.where(mask, y * 2.0, jnp.broadcast_to(row, x.shape)) + lax.broadcasted_iota(jnp.float32, x.shape, 1)
+
+    module = jaxalloc.planned(f, passes=("jx-dce", "jx-canonicalize", "jx-fuse")).lower(
+        jnp.ones((8, 16)), jnp.ones((8, 16), bool), jnp.ones(16)
+    )
+    (fused,) = [op for op in module.walk() if isinstance(op, jx.FusedOp)]
+    inner = {op.primitive.data for op in fused.body.block.ops if isinstance(op, jx.PrimOp)}
+    assert {"broadcast_in_dim", "iota", "select_n"} <= inner
+    # of its operands only x has the result's shape and byte size: the mask is bool, the row smaller
+    assert [fused.args[i].type for i in in_place_candidates(fused)] == [fused.res[0].type]
+
+
 def test_every_table_entry_names_a_jax_primitive():
     from jax._src import core
 
