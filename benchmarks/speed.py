@@ -1,9 +1,10 @@
 """Speed of planned functions against `jax.jit`: the compiled arena kernel and the op-by-op arena.
 
 Per program: warm calls (best of `--repeats` after the first) of `jax.jit`, of the compiled arena
-(`mode="compiled"`), of the compiled arena after `jx-fuse` and of the op-by-op arena
-(`mode="arena"`), the first call of each (tracing, planning, compiling), and the ratios to jit,
-with their geometric means; then, for the fused kernel, its arena, its own temp memory
+(`mode="compiled"`, after the default passes), of the compiled arena of the program's own ops
+(`passes=("jx-dce",)`: no fusion) and of the op-by-op arena (`mode="arena"`), the first call of
+each (tracing, passes, planning, compiling), and the ratios to jit, with their geometric means;
+then, for the compiled kernel, its arena, its own temp memory
 (`memory_analysis()`, beside the arena), the largest single op's operands and results (what that
 temp may be), and the copies of the arena XLA put in the kernel (0 when it updates the arena in
 place). Prints Markdown tables; each program's measurements go to stderr as it finishes.
@@ -69,15 +70,15 @@ def largest_op_bytes(module) -> int:
 
 def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> dict:
     jitted = jax.jit(fn)
-    unfused = planned(fn, mode="compiled")
-    compiled = planned(fn, mode="compiled", passes=("jx-dce", "jx-fuse"))
+    own_ops = planned(fn, mode="compiled", passes=("jx-dce",))
+    compiled = planned(fn, mode="compiled")
     row = {
         "jit first": first_time(lambda: jitted(*args)),
-        "unfused first": first_time(lambda: unfused(*args)),
+        "own ops first": first_time(lambda: own_ops(*args)),
         "compiled first": first_time(lambda: compiled(*args)),
     }
     row["jit"] = best_time(lambda: jitted(*args), repeats)
-    row["unfused"] = best_time(lambda: unfused(*args), repeats)
+    row["own ops"] = best_time(lambda: own_ops(*args), repeats)
     row["compiled"] = best_time(lambda: compiled(*args), repeats)
     row["copied"] = compiled.last_run.copied_bytes
     if op_by_op:
@@ -103,27 +104,27 @@ def _geomean(values: list[float]) -> float:
 
 
 def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
-    header = ["program", "jit ms", "compiled ms", "/ jit", "fused ms", "/ jit"]
+    header = ["program", "jit ms", "compiled ms", "/ jit", "own ops ms", "/ jit"]
     if op_by_op:
         header += ["op-by-op ms", "/ jit"]
-    header += ["jit first s", "compiled first s", "fused first s", "fused first / jit first"]
+    header += ["jit first s", "compiled first s", "compiled first / jit first", "own ops first s"]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
     for name, r in rows:
-        cells = [name, _ms(r["jit"]), _ms(r["unfused"]), f"{r['unfused'] / r['jit']:.2f}", _ms(r["compiled"]),
-                 f"{r['compiled'] / r['jit']:.2f}"]
+        cells = [name, _ms(r["jit"]), _ms(r["compiled"]), f"{r['compiled'] / r['jit']:.2f}", _ms(r["own ops"]),
+                 f"{r['own ops'] / r['jit']:.2f}"]
         if op_by_op:
             cells += [_ms(r["arena"]), f"{r['arena'] / r['jit']:.1f}"]
-        cells += [f"{r['jit first']:.2f}", f"{r['unfused first']:.2f}", f"{r['compiled first']:.2f}",
-                  f"{r['compiled first'] / r['jit first']:.2f}"]
+        cells += [f"{r['jit first']:.2f}", f"{r['compiled first']:.2f}", f"{r['compiled first'] / r['jit first']:.2f}",
+                  f"{r['own ops first']:.2f}"]
         print("| " + " | ".join(cells) + " |")
-    for label, key in (("compiled", "unfused"), ("fused", "compiled")):
+    for label, key in (("compiled", "compiled"), ("own ops, compiled", "own ops")):
         warm = [r[key] / r["jit"] for _, r in rows]
         first = [r[key + " first"] / r["jit first"] for _, r in rows]
         print(f"\n{label} / jit, warm: geometric mean {_geomean(warm):.2f}, most {max(warm):.2f}; "
               f"first call: geometric mean {_geomean(first):.2f}, most {max(first):.2f}")
     print()
-    print("| program (fused) | arena | kernel temp | largest op | arena copies in the kernel | copied bytes |")
+    print("| program (compiled) | arena | kernel temp | largest op | arena copies in the kernel | copied bytes |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, r in rows:
         print(f"| {name} | {r['arena bytes']:,} | {r['temp']:,} | {r['largest op']:,} | {r['arena copies']} | {r['copied']:,} |")

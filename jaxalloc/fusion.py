@@ -2,8 +2,9 @@
 
 XLA never materialises the links of an elementwise chain (every step of a GELU or a softmax): it
 fuses them into one kernel that keeps them in registers. The jaxpr keeps every link, and a plan of
-the jaxpr gives each one memory. This pass groups an elementwise op with the elementwise ops that
-feed it (within one block), so that the group computes its result from its inputs in one kernel:
+the jaxpr gives each one memory. This pass groups an elementwise op (or a reduction, which ends a
+group) with the elementwise ops, broadcasts and iotas that feed it (within one block), so that the
+group computes its result from its inputs in one kernel:
 the arena planner sees one op, its operands and its result, and the compiled executor hands XLA the
 whole chain to fuse.
 
@@ -44,6 +45,20 @@ def fusible(op: Operation) -> bool:
     shape = op.results[0].type.get_shape()
     smaller = op.primitive.data not in _HOISTED
     return all(v.type.get_shape() == shape or (smaller and _broadcasts_to(v.type.get_shape(), shape)) for v in op.operands)
+
+
+_REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor"})
+"""Reductions end a fusion, as in XLA: the elementwise chain they read is computed as they read it."""
+
+
+def _ends_fusion(op: Operation) -> bool:
+    return isinstance(op, jx.PrimOp) and op.primitive.data in _REDUCTIONS and len(op.operands) == 1 and len(op.results) == 1
+
+
+def _reads_elementwise(reader: Operation, op: Operation) -> bool:
+    """Whether `reader`, a fusible op or a reduction, reads `op`'s result element by element as its
+    fusion computes it: an op of its shape, or a reduction of it."""
+    return _ends_fusion(reader) or _shape(reader) == _shape(op)
 
 
 def _joins_readers(op: Operation) -> bool:
@@ -176,19 +191,22 @@ def _bytes(value: SSAValue, alignment: int = 64) -> int:
 def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operation]]:
     """For every fusible op of the block, the fusions it runs in (itself alone where it stays an op of
     its own). Ops are taken last to first, so that the fusions of each reader are known: an op joins
-    those of its readers if every reader is a fusible op of its shape in this block, and, where those
-    are several fusions, if it is cheap and the chain recomputed is short. Ops in `kept` stay."""
+    those of its readers if every reader is a fusible op of its shape in this block or a reduction of
+    it, and, where those are several fusions, if it is cheap and the chain recomputed is short. Ops in
+    `kept` stay."""
     roots: dict[Operation, set[Operation]] = {}
     duplicated: dict[Operation, int] = {}
     for op in reversed(lives.ops):
         broadcast = _joins_readers(op)
-        if not fusible(op) and not broadcast:
+        if not fusible(op) and not broadcast and not _ends_fusion(op):
             continue
         roots[op] = {op}
+        if _ends_fusion(op):
+            continue
         readers = _readers(op, lives.block)
-        # only into readers of its shape: XLA computes an expression of smaller operands once, before
-        # the loop over elements, in memory of its own that no plan would see
-        if op in kept or not readers or not all(r in roots and _shape(r) == _shape(op) for r in readers):
+        # only into readers of its shape (or reductions of it): XLA computes an expression of smaller
+        # operands once, before the loop over elements, in memory of its own that no plan would see
+        if op in kept or not readers or not all(r in roots and _reads_elementwise(r, op) for r in readers):
             continue
         if broadcast and any(r.primitive.data in _HOISTED or _joins_readers(r) for r in readers):
             continue

@@ -13,7 +13,7 @@ from jaxalloc.passes import AssignBuffersPass
 
 
 def show(fn, *args):
-    module = jaxalloc.planned(fn).lower(*args).clone()
+    module = jaxalloc.planned(fn, passes=("jx-dce",)).lower(*args).clone()
     AssignBuffersPass().apply(Context(), module)
     print(module)
 

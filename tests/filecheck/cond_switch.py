@@ -15,8 +15,8 @@ def three_way(i, x):
     return lax.switch(i, [jnp.sin, jnp.cos, lambda x: x], x)
 
 
-print(jaxalloc.planned(pick).lower(True, jnp.ones(3)))
-print(jaxalloc.planned(three_way).lower(1, jnp.ones(3)))
+print(jaxalloc.planned(pick, passes=("jx-dce",)).lower(True, jnp.ones(3)))
+print(jaxalloc.planned(three_way, passes=("jx-dce",)).lower(1, jnp.ones(3)))
 
 # CHECK-LABEL: jx.func @pick(%a: tensor<i1>, %b: tensor<3xf32>) -> tensor<3xf32>
 # CHECK-NEXT:    %[[I:.*]] = jx.prim "convert_element_type"[{{[0-9]+}}](%a) {new_dtype = "int32", weak_type = "False"} : (tensor<i1>) -> tensor<i32>

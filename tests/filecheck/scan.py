@@ -16,8 +16,8 @@ def backward(c, xs):
 
 
 args = (jnp.zeros(3), jnp.ones((5, 3)))
-print(jaxalloc.planned(forward).lower(*args))
-print(jaxalloc.planned(backward).lower(*args))
+print(jaxalloc.planned(forward, passes=("jx-dce",)).lower(*args))
+print(jaxalloc.planned(backward, passes=("jx-dce",)).lower(*args))
 
 # CHECK-LABEL: jx.func @forward(%a: tensor<3xf32>, %b: tensor<5x3xf32>) -> (tensor<3xf32>, tensor<5x3xf32>)
 # CHECK:         %i = jx.const[{{[0-9]+}}] "0" : tensor<i32>

@@ -11,7 +11,7 @@ def halve_until_small(x, limit):
     return lax.while_loop(lambda x: jnp.sum(x) > limit, lambda x: x * 0.5, x)
 
 
-print(jaxalloc.planned(halve_until_small).lower(jnp.ones(4), jnp.float32(0.1)))
+print(jaxalloc.planned(halve_until_small, passes=("jx-dce",)).lower(jnp.ones(4), jnp.float32(0.1)))
 
 # CHECK-LABEL: jx.func @halve_until_small(%a: tensor<4xf32>, %b: tensor<f32>) -> tensor<4xf32>
 # CHECK-NEXT:    %[[R:.*]] = jx.while(%a) : (tensor<4xf32>) -> tensor<4xf32> cond {
@@ -36,7 +36,7 @@ def count_to_three(x):
     return z
 
 
-print(jaxalloc.planned(count_to_three).lower(jnp.ones(4)))
+print(jaxalloc.planned(count_to_three, passes=("jx-dce",)).lower(jnp.ones(4)))
 
 # CHECK-LABEL: jx.func @count_to_three(%a: tensor<4xf32>) -> tensor<4xf32>
 # CHECK:         %{{.*}}, %[[Y:.*]] = jx.while(%{{.*}}, %a) : (tensor<i32>, tensor<4xf32>) -> (tensor<i32>, tensor<4xf32>) rounds 3 cond {
@@ -53,7 +53,7 @@ def handed_back(x, y, n):
     return kept, swapped, outside
 
 
-print(jaxalloc.planned(handed_back).lower(jnp.ones(4), jnp.zeros(4), 3))
+print(jaxalloc.planned(handed_back, passes=("jx-dce",)).lower(jnp.ones(4), jnp.zeros(4), 3))
 
 # CHECK-LABEL: jx.func @handed_back(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<i32>)
 # CHECK:         jx.yield %a, %b, %a, %b : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
