@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import matplotlib
 import pytest
+from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.chart import plot_plan
@@ -169,7 +170,7 @@ def test_report_has_onnc_figures(plan):
 
 
 def test_short_plans_read_well():
-    one = jaxalloc.planned(lambda x: jnp.sin(x).sum()).plan(jnp.ones(4))
+    one = jaxalloc.planned(lambda x: jnp.sin(x).sum(), passes=AS_TRACED).plan(jnp.ones(4))
     text = one.report()
     assert "1 buffer on a 2-step schedule" in text and "1 buffer live:" in text
     assert text.count("defined by") == 1 and text.endswith("largest buffers: those above (every buffer is live at max-live)")
