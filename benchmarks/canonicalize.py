@@ -19,7 +19,7 @@ from pathlib import Path
 from jaxalloc import planned
 from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
-from jaxalloc.plan import make_plan
+from jaxalloc.planning.plan import make_plan
 from programs import ALIGNMENT, programs
 
 CANON, FUSE = ("jx-canonicalize",), ("jx-fuse",)

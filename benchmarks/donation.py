@@ -24,7 +24,7 @@ import jax
 import models
 
 from jaxalloc import planned
-from jaxalloc.text import format_size
+from jaxalloc.reports.text import format_size
 
 ALIGNMENT = 64
 PIPELINES = [("jx-dce", ("jx-dce",)), ("+ jx-canonicalize, jx-fuse", ("jx-dce", "jx-canonicalize", "jx-fuse"))]

@@ -25,7 +25,7 @@ from mutations import KINDS, run_plan, try_mutation  # noqa: E402
 from random_programs import random_program  # noqa: E402
 
 import jaxalloc  # noqa: E402
-from jaxalloc.text import text_table  # noqa: E402
+from jaxalloc.reports.text import text_table  # noqa: E402
 
 
 def main() -> None:

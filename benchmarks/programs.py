@@ -19,8 +19,8 @@ import jax
 import models
 from jaxalloc import planned
 from jaxalloc.allocators import ALLOCATORS
-from jaxalloc.plan import make_plan
-from jaxalloc.text import format_size
+from jaxalloc.planning.plan import make_plan
+from jaxalloc.reports.text import format_size
 
 ALIGNMENT = 64
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "best")

@@ -18,7 +18,7 @@ from library_models import library_programs_list
 from programs import chosen_programs
 
 from jaxalloc import planned
-from jaxalloc.schedule import ORDERS, schedule
+from jaxalloc.passes.schedule import ORDERS, schedule
 
 PIPELINES = (("jx-dce",), ("jx-dce", "jx-canonicalize", "jx-fuse"))
 

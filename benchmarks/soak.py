@@ -51,19 +51,19 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 FIRST_SEEDS = 8
 """Failing seeds listed per class."""
 
-# Where the innermost jaxalloc frame of a traceback is, by file: the stage that raised.
+# Where the innermost jaxalloc frame of a traceback is, by file inside the package: the stage that raised.
 _STAGES = {
-    "frontend.py": "converting",
-    "types.py": "converting",
+    "frontend/convert.py": "converting",
+    "frontend/types.py": "converting",
     "api.py": "tracing",
-    "liveness.py": "planning",
-    "inplace.py": "planning",
-    "assignment.py": "planning",
-    "plan.py": "planning",
-    "passes.py": "planning",
-    "checker.py": "planning",
-    "interpreter.py": "running",
-    "arena.py": "running",
+    "planning/liveness.py": "planning",
+    "planning/inplace.py": "planning",
+    "planning/assignment.py": "planning",
+    "planning/plan.py": "planning",
+    "passes/assign.py": "planning",
+    "checks/checker.py": "planning",
+    "execution/interpreter.py": "running",
+    "execution/arena.py": "running",
 }
 
 
@@ -96,6 +96,8 @@ def _stage(tb) -> str | None:
             stage = "planning"
         elif path.parent.name == "jaxalloc":
             stage = _STAGES.get(path.name, stage or "running")
+        elif path.parent.parent.name == "jaxalloc":
+            stage = _STAGES.get(f"{path.parent.name}/{path.name}", stage or "running")
         elif path.name == "differential.py" and frame.name == "check_roundtrip":
             stage = "IR round trip"
     return stage

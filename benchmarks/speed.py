@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxalloc import planned
-from jaxalloc.arena import layout_of
 from jaxalloc.dialects import jx
+from jaxalloc.execution.arena import layout_of
 from interpreter_overhead import best_time
 from programs import programs
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from jaxalloc.allocators import ALLOCATORS, allocate, get_allocator
 from jaxalloc.allocators.bound import lower_bound
 from jaxalloc.allocators.problem import Problem
-from jaxalloc.checker import check_allocation
+from jaxalloc.checks.checker import check_allocation
 from jaxalloc.traces import read_trace
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@
 2. The old end-to-end table: XLA's `memory_analysis()` beside nnc's arena with the outputs outside,
    against temp alone, which leaves out what XLA keeps in its output allocations.
 3. Allocator against allocator: XLA's own `preallocated-temp` buffers and live ranges (fusion off),
-   rebuilt from XLA's dump and planned by every allocator (`jaxalloc.xla_buffers`); cells are bytes
+   rebuilt from XLA's dump and planned by every allocator (`jaxalloc.xla.buffers`); cells are bytes
    over XLA's temp, the size XLA's heap simulator reached for the same buffers. Every plan, XLA's
    own placement included, passed the independent checker.
 
@@ -27,8 +27,8 @@ from library_models import library_programs_list
 from programs import ALIGNMENT, chosen_programs
 
 from jaxalloc import planned
-from jaxalloc.text import format_size
-from jaxalloc.xla_buffers import replan_xla_buffers
+from jaxalloc.reports.text import format_size
+from jaxalloc.xla.buffers import replan_xla_buffers
 
 DEFAULT_ALLOCATORS = ("nnc", "nnc-2018", "greedy-size", "greedy-duration", "best-fit", "beam", "best")
 

@@ -2,7 +2,7 @@
 The `jx` dialect: a jaxpr as xDSL IR, with JAX's control flow as NNC sub-graphs.
 
 Every JAX primitive is one `jx.prim`; its primitive object and bind parameters live in a
-side table (`jaxalloc.frontend.BindTable`) under the op's `key`, so the IR text stays short
+side table (`jaxalloc.frontend.convert.BindTable`) under the op's `key`, so the IR text stays short
 and printable while the interpreter can still bind the real primitive. `jx.while` is NNC's
 *while* sub-graph (a condition region run at the start of every round, a body region, the
 loop-carried values as block arguments), `jx.case` is NNC's *case..of* (an int32 index

@@ -22,16 +22,16 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
 
 from jaxalloc.allocators import get_allocator
-from jaxalloc.canonicalize import CanonicalizePass, canonicalize
-from jaxalloc.compiled import CompiledFunctions, CompiledRun
-from jaxalloc.dead_code import DeadCodePass
+from jaxalloc.checks.sanitizer import CheckedFunctions
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
-from jaxalloc.frontend import Converted, convert
-from jaxalloc.fusion import FusePass
-from jaxalloc.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter
-from jaxalloc.plan import Plan, make_plan
-from jaxalloc.sanitizer import CheckedFunctions
-from jaxalloc.schedule import SchedulePass
+from jaxalloc.execution.compiled import CompiledFunctions, CompiledRun
+from jaxalloc.execution.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter
+from jaxalloc.frontend.convert import Converted, convert
+from jaxalloc.passes.canonicalize import CanonicalizePass, canonicalize
+from jaxalloc.passes.dead_code import DeadCodePass
+from jaxalloc.passes.fusion import FusePass
+from jaxalloc.passes.schedule import SchedulePass
+from jaxalloc.planning.plan import Plan, make_plan
 
 MODES = ("arena", "compiled", "eager", "checked")
 

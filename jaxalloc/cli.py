@@ -119,7 +119,7 @@ def _add_compare(commands) -> None:
 
 
 def _run_compare(ns) -> None:
-    from jaxalloc.xla_buffers import replan_xla_buffers
+    from jaxalloc.xla.buffers import replan_xla_buffers
 
     fn, args, plan = _plan_target(ns)
     print(plan.compare_xla())

@@ -148,8 +148,8 @@ def write_plan(path: str | os.PathLike, trace: Trace, offsets) -> None:
 def run_trace_command(ns) -> None:
     """``jaxalloc trace FILE.csv [--allocator NAME] [--alignment N] [--time-limit SECONDS] [--out PLAN.csv]
     [--plot PNG]``."""
-    from jaxalloc.chart import plot_plan
-    from jaxalloc.checker import check_allocation
+    from jaxalloc.checks.checker import check_allocation
+    from jaxalloc.reports.chart import plot_plan
 
     options = _allocator_options(ns)
     trace = read_trace(ns.file)

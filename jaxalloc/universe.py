@@ -16,43 +16,43 @@ def _mem():
 
 
 def _liveness():
-    from jaxalloc.passes import LivenessPass
+    from jaxalloc.passes.assign import LivenessPass
 
     return LivenessPass
 
 
 def _assign_buffers():
-    from jaxalloc.passes import AssignBuffersPass
+    from jaxalloc.passes.assign import AssignBuffersPass
 
     return AssignBuffersPass
 
 
 def _dce():
-    from jaxalloc.dead_code import DeadCodePass
+    from jaxalloc.passes.dead_code import DeadCodePass
 
     return DeadCodePass
 
 
 def _canonicalize():
-    from jaxalloc.canonicalize import CanonicalizePass
+    from jaxalloc.passes.canonicalize import CanonicalizePass
 
     return CanonicalizePass
 
 
 def _schedule():
-    from jaxalloc.schedule import SchedulePass
+    from jaxalloc.passes.schedule import SchedulePass
 
     return SchedulePass
 
 
 def _fuse():
-    from jaxalloc.fusion import FusePass
+    from jaxalloc.passes.fusion import FusePass
 
     return FusePass
 
 
 def _verify_plan():
-    from jaxalloc.passes import VerifyPlanPass
+    from jaxalloc.passes.assign import VerifyPlanPass
 
     return VerifyPlanPass
 

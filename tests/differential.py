@@ -25,8 +25,8 @@ from jax._src import core
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import Converted, parse_module
-from jaxalloc.types import byte_size
+from jaxalloc.frontend.convert import Converted, parse_module
+from jaxalloc.frontend.types import byte_size
 
 AS_TRACED = ("jx-dce",)
 """The passes that leave the program's ops as traced (only dead code goes): for tests of the planner,

@@ -23,12 +23,12 @@ import jax
 import numpy as np
 from xdsl.dialects.builtin import ArrayAttr
 
+from jaxalloc.checks.plan_check import check_planned
+from jaxalloc.checks.sanitizer import CheckedFunctions
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import SlotAttr, ViewsAttr
 from jaxalloc.errors import PlanViolation
-from jaxalloc.interpreter import ArenaFunctions, make_interpreter
-from jaxalloc.plan_check import check_planned
-from jaxalloc.sanitizer import CheckedFunctions
+from jaxalloc.execution.interpreter import ArenaFunctions, make_interpreter
 
 KINDS = ("move", "swap", "shorten ring", "drop keep-alive")
 

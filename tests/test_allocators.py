@@ -13,7 +13,7 @@ import pytest
 from jaxalloc.allocators import ALLOCATORS, UnknownAllocatorError, allocate, get_allocator
 from jaxalloc.allocators.bound import lower_bound
 from jaxalloc.allocators.problem import Allocation, Problem
-from jaxalloc.checker import check_allocation
+from jaxalloc.checks.checker import check_allocation
 from jaxalloc.errors import JaxallocError
 
 TRACES = Path(__file__).resolve().parents[1] / "benchmarks" / "traces"

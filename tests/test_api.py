@@ -74,7 +74,7 @@ def test_one_alignment_check_everywhere(bad, tmp_path, capsys):
     from xdsl.utils.exceptions import DiagnosticException
 
     from jaxalloc.cli import main
-    from jaxalloc.passes import AssignBuffersPass
+    from jaxalloc.passes.assign import AssignBuffersPass
 
     f = lambda x: jnp.sin(x) * 2  # noqa: E731
     x = jax.ShapeDtypeStruct((4,), jnp.float32)

@@ -20,14 +20,14 @@ from xdsl.utils.exceptions import DiagnosticException
 import jaxalloc
 from corpus_programs import BY_NAME
 from differential import AS_TRACED, assert_same, memory_figures
-from jaxalloc.arena import Arena, from_bytes, layout_of, to_bytes
 from jaxalloc.dialects import jx
 from jaxalloc.errors import UnsupportedProgramError
-from jaxalloc.frontend import convert
-from jaxalloc.interpreter import ArenaFunctions, make_interpreter
-from jaxalloc.passes import VerifyPlanPass
-from jaxalloc.plan import make_plan
-from jaxalloc.types import byte_size, tensor_type
+from jaxalloc.execution.arena import Arena, from_bytes, layout_of, to_bytes
+from jaxalloc.execution.interpreter import ArenaFunctions, make_interpreter
+from jaxalloc.frontend.convert import convert
+from jaxalloc.frontend.types import byte_size, tensor_type
+from jaxalloc.passes.assign import VerifyPlanPass
+from jaxalloc.planning.plan import make_plan
 
 
 def run_in_arena(module, table, *args, listeners=()):

@@ -9,9 +9,9 @@ from differential import AS_TRACED
 import jaxalloc
 from corpus_programs import PROGRAMS
 from jaxalloc.allocators import ALLOCATORS
-from jaxalloc.assignment import plan_function
-from jaxalloc.plan import make_plan
 from jaxalloc.dialects import jx
+from jaxalloc.planning.assignment import plan_function
+from jaxalloc.planning.plan import make_plan
 from random_programs import random_program
 
 MiB = 1 << 20

@@ -17,11 +17,11 @@ from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
 
 import jaxalloc
-from jaxalloc.canonicalize import IMPLICIT_BROADCAST, canonicalize, exact_widening
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import parse_module, printable_params
-from jaxalloc.fusion import FusedBinding
-from jaxalloc.types import dtype_of, element_type
+from jaxalloc.frontend.convert import parse_module, printable_params
+from jaxalloc.frontend.types import dtype_of, element_type
+from jaxalloc.passes.canonicalize import IMPLICIT_BROADCAST, canonicalize, exact_widening
+from jaxalloc.passes.fusion import FusedBinding
 
 CANON = ("jx-dce", "jx-canonicalize")
 

@@ -10,7 +10,7 @@ import pytest
 from jaxalloc.allocators import ALLOCATORS, allocate
 from jaxalloc.allocators.bound import greedy_clique, lower_bound, max_live
 from jaxalloc.allocators.problem import Problem
-from jaxalloc.checker import InvalidPlanError, check_allocation, check_plan, find_violations
+from jaxalloc.checks.checker import InvalidPlanError, check_allocation, check_plan, find_violations
 
 KINDS = ("intervals", "pairs", "mixed", "companions")
 

@@ -13,8 +13,8 @@ import jaxalloc
 from corpus_programs import BY_NAME, LARGE_CONST, LARGE_JAX_CONST, PROGRAMS
 from differential import AS_TRACED, assert_deterministic_args, assert_same, check_program, check_roundtrip
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import convert, parse_module, scan_counts
-from jaxalloc.interpreter import JxFunctions, LiveBytesSampler, make_interpreter
+from jaxalloc.execution.interpreter import JxFunctions, LiveBytesSampler, make_interpreter
+from jaxalloc.frontend.convert import convert, parse_module, scan_counts
 
 
 def _lower(name: str):

@@ -17,10 +17,10 @@ from xdsl.parser import Parser
 from differential import AS_TRACED
 
 import jaxalloc
+from jaxalloc.checks.plan_check import check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import MEM
-from jaxalloc.plan_check import check_planned
-from jaxalloc.xla_memory import FUSION_OFF
+from jaxalloc.xla.memory import FUSION_OFF
 
 N = 4096
 FUSED = ("jx-dce", "jx-fuse")

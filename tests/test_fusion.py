@@ -16,8 +16,8 @@ from test_random_programs import CopiedBytes, check_random_program
 
 import jaxalloc
 from jaxalloc.dialects import jx
-from jaxalloc.fusion import FusedBinding
-from jaxalloc.types import dtype_of
+from jaxalloc.frontend.types import dtype_of
+from jaxalloc.passes.fusion import FusedBinding
 
 FUSE = ("jx-dce", "jx-fuse")
 

@@ -6,7 +6,7 @@ from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.dialects import jx
-from jaxalloc.inplace import in_place_candidates, is_view
+from jaxalloc.planning.inplace import in_place_candidates, is_view
 
 
 def prims(fn, *args) -> dict[str, jx.PrimOp]:
@@ -79,6 +79,6 @@ def test_every_table_entry_names_a_jax_primitive():
     from jax._src import ad_util
 
     known = set().union(*(primitives_of(m) for m in (lax_internal, slicing, special, control_flow, ad_util)))
-    from jaxalloc.inplace import ELEMENTWISE, UPDATES_OPERAND_0, VIEWS
+    from jaxalloc.planning.inplace import ELEMENTWISE, UPDATES_OPERAND_0, VIEWS
 
     assert (ELEMENTWISE | UPDATES_OPERAND_0 | VIEWS) - known == set()

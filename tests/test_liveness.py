@@ -6,8 +6,8 @@ from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import parse_module
-from jaxalloc.liveness import block_liveness, flat_schedule, last_uses
+from jaxalloc.frontend.convert import parse_module
+from jaxalloc.planning.liveness import block_liveness, flat_schedule, last_uses
 
 
 def func_of(fn, *args) -> jx.FuncOp:

@@ -13,7 +13,7 @@ import pytest
 
 from jaxalloc.allocators import allocate
 from jaxalloc.allocators.problem import Problem
-from jaxalloc.checker import check_allocation
+from jaxalloc.checks.checker import check_allocation
 
 
 def plan(problem: Problem, name: str = "nnc"):

@@ -13,7 +13,7 @@ import jaxalloc
 from corpus_programs import PROGRAMS
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import ArenaAttr
-from jaxalloc.passes import AssignBuffersPass, VerifyPlanPass
+from jaxalloc.passes.assign import AssignBuffersPass, VerifyPlanPass
 
 
 def planned_module(fn, *args, **options):

@@ -14,10 +14,10 @@ import pytest
 from differential import AS_TRACED
 
 import jaxalloc
-from jaxalloc.chart import plot_plan
 from jaxalloc.cli import main
-from jaxalloc.frontend import value_label
-from jaxalloc.plan import _ir_namer
+from jaxalloc.frontend.convert import value_label
+from jaxalloc.planning.plan import _ir_namer
+from jaxalloc.reports.chart import plot_plan
 from xdsl.printer import Printer
 
 HERE = os.path.basename(__file__)
@@ -68,7 +68,7 @@ def test_loop_values_get_the_body_line_and_glue_the_loop_line():
     assert f"sin {HERE}:{line_of(looped, 'LINE_BODY')}" in labels
     assert f"while {HERE}:{line_of(looped, 'LINE_SCAN')}" in labels
     assert f"dynamic_slice {HERE}:{line_of(looped, 'LINE_SCAN')}" in labels  # the scan's xs[i], not jaxalloc's own line
-    assert not any("frontend.py" in label or "api.py" in label for label in labels)
+    assert not any("convert.py" in label or "api.py" in label for label in labels)
 
 
 def test_report_has_peak_bound_and_largest_buffers(plan):
@@ -192,7 +192,7 @@ def test_plan_command_refuses_top_below_one(top, capsys):
 
 
 def test_chart_ticks_legend_and_nearly_equal_peak_and_bound():
-    from jaxalloc.chart import draw_plan
+    from jaxalloc.reports.chart import draw_plan
 
     mib = 2**20
     peak = 200 * mib

@@ -12,7 +12,7 @@ from random_programs import random_program
 from test_random_programs import check_random_program
 
 import jaxalloc
-from jaxalloc.schedule import ORDERS, schedule
+from jaxalloc.passes.schedule import ORDERS, schedule
 
 SCHEDULE = ("jx-dce", "jx-schedule")
 

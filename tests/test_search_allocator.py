@@ -13,7 +13,7 @@ import pytest
 from jaxalloc.allocators import ALLOCATORS, UnknownAllocatorError, allocate, portfolio
 from jaxalloc.allocators.bound import lower_bound
 from jaxalloc.allocators.problem import Allocation, Problem
-from jaxalloc.checker import check_allocation, find_violations
+from jaxalloc.checks.checker import check_allocation, find_violations
 from jaxalloc.cli import main
 
 TRACES = Path(__file__).resolve().parents[1] / "benchmarks" / "traces"

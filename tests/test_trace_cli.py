@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxalloc.chart import PLAN_CSV_COLUMNS, plot_plan, write_plan_csv
-from jaxalloc.checker import check_plan
+from jaxalloc.checks.checker import check_plan
 from jaxalloc.cli import main
 from jaxalloc.errors import TraceFormatError
+from jaxalloc.reports.chart import PLAN_CSV_COLUMNS, plot_plan, write_plan_csv
 from jaxalloc.traces import read_trace
 
 TRACES = Path(__file__).resolve().parents[1] / "benchmarks" / "traces"

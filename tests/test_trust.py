@@ -20,9 +20,9 @@ from test_random_programs import CopiedBytes, check_random_program
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 
 import jaxalloc
+from jaxalloc.checks.plan_check import check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import SlotAttr, ViewsAttr
-from jaxalloc.plan_check import check_planned
 
 X4 = jnp.arange(4.0)
 X16 = jnp.linspace(-1.0, 1.0, 16)

@@ -14,10 +14,10 @@ import pytest
 
 from jaxalloc.allocators import ALLOCATORS, Problem
 from jaxalloc.allocators.bound import max_live
-from jaxalloc.checker import check_plan
-from jaxalloc.xla_buffers import dump_xla_buffers, replan_problem, replan_xla_buffers, temp_problem
-from jaxalloc.xla_dump import XlaDumpError, parse_buffer_assignment, parse_live_ranges
-from jaxalloc.xla_memory import FUSION_OFF
+from jaxalloc.checks.checker import check_plan
+from jaxalloc.xla.buffers import dump_xla_buffers, replan_problem, replan_xla_buffers, temp_problem
+from jaxalloc.xla.dump import XlaDumpError, parse_buffer_assignment, parse_live_ranges
+from jaxalloc.xla.memory import FUSION_OFF
 
 
 def scanned(x, ws):
@@ -106,7 +106,7 @@ allocation 0: size 4096, preallocated-temp:
     e{}:4-5
     w{1}:7-9
 """
-    from jaxalloc.xla_buffers import XlaDump
+    from jaxalloc.xla.buffers import XlaDump
 
     dump = XlaDump(tuple(parse_buffer_assignment(assignment)), parse_live_ranges(live), 4096, "ba.txt", "lr.txt")
     rebuilt = temp_problem(dump, alignment=1)
@@ -119,7 +119,7 @@ allocation 0: size 4096, preallocated-temp:
 
 
 def test_value_without_live_range_is_reported():
-    from jaxalloc.xla_buffers import XlaDump
+    from jaxalloc.xla.buffers import XlaDump
 
     assignment = "BufferAssignment:\nallocation 0: size 8, preallocated-temp:\n value: <1 a @0> (size=8,offset=0): f32[2]{0}\n"
     live = "HloLiveRange (max 1):\n  InstructionSequence:\n    0:b\n  BufferLiveRange:\n    b{}:0-1\n"

@@ -12,8 +12,8 @@ import pytest
 import jaxalloc
 from jaxalloc.cli import main
 from jaxalloc.errors import JaxallocError
-from jaxalloc.plan import make_plan
-from jaxalloc.xla_memory import FUSION_OFF, XlaComparison
+from jaxalloc.planning.plan import make_plan
+from jaxalloc.xla.memory import FUSION_OFF, XlaComparison
 
 FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes", "peak_memory_in_bytes")
 

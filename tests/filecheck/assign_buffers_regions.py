@@ -9,7 +9,7 @@ from jax import lax
 from xdsl.context import Context
 
 import jaxalloc
-from jaxalloc.passes import AssignBuffersPass
+from jaxalloc.passes.assign import AssignBuffersPass
 
 
 def show(fn, *args):

@@ -28,11 +28,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import BindTable
-from jaxalloc.inplace import ELEMENTWISE, is_view
-from jaxalloc.liveness import defined_in
-from jaxalloc.schedule import module_bound
-from jaxalloc.types import byte_size
+from jaxalloc.frontend.convert import BindTable
+from jaxalloc.frontend.types import byte_size
+from jaxalloc.passes.schedule import module_bound
+from jaxalloc.planning.inplace import ELEMENTWISE, is_view
+from jaxalloc.planning.liveness import defined_in
 
 def fusible(op: Operation) -> bool:
     """Elementwise ops of operands of their own shape fuse: a kernel computes them element by element,

@@ -25,11 +25,11 @@ from xdsl.passes import ModulePass
 
 from jaxalloc.allocators import Problem
 from jaxalloc.allocators.bound import max_live
-from jaxalloc.assignment import plan_function, plan_rows
 from jaxalloc.dialects import jx
-from jaxalloc.inplace import is_view
-from jaxalloc.passes import annotate
-from jaxalloc.types import byte_size
+from jaxalloc.frontend.types import byte_size
+from jaxalloc.passes.assign import annotate
+from jaxalloc.planning.assignment import plan_function, plan_rows
+from jaxalloc.planning.inplace import is_view
 
 
 @dataclass(frozen=True)

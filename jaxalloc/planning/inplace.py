@@ -14,7 +14,7 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from jaxalloc.dialects import jx
-from jaxalloc.types import byte_size
+from jaxalloc.frontend.types import byte_size
 
 ELEMENTWISE = frozenset(
     {

@@ -50,10 +50,10 @@ from jax import lax
 from xdsl.interpreter import Interpreter, PythonValues, impl, impl_callable, register_impls
 from xdsl.ir import Operation
 
-from jaxalloc.arena import Layout, from_bytes, layout_of, read_bytes, to_bytes
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
-from jaxalloc.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice
+from jaxalloc.execution.arena import Layout, from_bytes, layout_of, read_bytes, to_bytes
+from jaxalloc.execution.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice
 
 
 @dataclass(frozen=True)

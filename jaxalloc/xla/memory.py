@@ -18,7 +18,7 @@ outputs and temporaries in their memory, and the arena holds them: the pair is t
 
 XLA also fuses elementwise chains in both, so many jaxpr values never exist there; the ratio is
 therefore an end-to-end comparison (planner and fusion), not allocator against allocator.
-`jaxalloc.xla_buffers` gives that one.
+`jaxalloc.xla.buffers` gives that one.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from jaxalloc.text import format_size, text_table
+from jaxalloc.reports.text import format_size, text_table
 
 FUSION_OFF = {"xla_cpu_experimental_ynn_fusion_type": ""}
 """XLA CPU compiler option: no `ynn_fusion` custom calls, whose scratch memory XLA's temp does not count."""
@@ -214,7 +214,7 @@ class XlaComparison:
         parts.append(
             "The ratios compare planner and fusion together: XLA fuses elementwise chains, so many "
             "jaxpr values never exist as XLA buffers (allocator against allocator on XLA's own buffers: "
-            "`jaxalloc compare` without --no-replan, or jaxalloc.xla_buffers)."
+            "`jaxalloc compare` without --no-replan, or jaxalloc.xla.buffers)."
         )
         if self.backend == "cpu":
             parts.append("On CPU XLA's peak is arguments + outputs - alias + constants: it leaves temp out.")

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.ir import Block, BlockArgument, Region, SSAValue
 
 from jaxalloc.dialects import jx
-from jaxalloc.types import dtype_of, tensor_type
+from jaxalloc.frontend.types import dtype_of, tensor_type
 
 _INLINED_JAXPR_PARAM = {
     "jit": "jaxpr",
@@ -368,7 +368,7 @@ def scan_counts(params: dict) -> tuple[int, int]:
     return len(consts), len(carries)
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _source_location(eqn: core.JaxprEqn) -> FileLineColLoc | None:

@@ -31,8 +31,8 @@ from xdsl.ir import Attribute
 
 from jaxalloc.dialects.jx import KeyType
 from jaxalloc.errors import UnsupportedProgramError
-from jaxalloc.frontend import Binding
-from jaxalloc.types import byte_size, dtype_of, key_words
+from jaxalloc.frontend.convert import Binding
+from jaxalloc.frontend.types import byte_size, dtype_of, key_words
 
 MAX_ARENA_BYTES = 2**31 - 1
 """Offsets are passed to kernels as int32."""

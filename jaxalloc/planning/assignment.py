@@ -39,10 +39,10 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from jaxalloc.allocators import Problem, allocate
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import value_label
-from jaxalloc.inplace import in_place_candidates, is_view
-from jaxalloc.liveness import block_liveness, defined_in, flat_schedule
-from jaxalloc.types import byte_size
+from jaxalloc.frontend.convert import value_label
+from jaxalloc.frontend.types import byte_size
+from jaxalloc.planning.inplace import in_place_candidates, is_view
+from jaxalloc.planning.liveness import block_liveness, defined_in, flat_schedule
 
 
 @dataclass

@@ -38,8 +38,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from jaxalloc.dialects import jx
-from jaxalloc.frontend import Binding, BindTable, printable_params
-from jaxalloc.types import dtype_of
+from jaxalloc.frontend.convert import Binding, BindTable, printable_params
+from jaxalloc.frontend.types import dtype_of
 
 UNREADABLE = object()
 """A parameter whose printed form does not parse back (IR read from text): no rewrite uses it."""

@@ -24,17 +24,17 @@ from xdsl.traits import IsolatedFromAbove
 
 from jaxalloc.allocators import Problem, get_allocator
 from jaxalloc.allocators.bound import max_live
-from jaxalloc.assignment import BlockPlan, Row, plan_function, plan_rows
-from jaxalloc.chart import plot_plan, write_plan_csv
-from jaxalloc.checker import check_plan
+from jaxalloc.checks.checker import check_plan
+from jaxalloc.checks.plan_check import PlanCheck, check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError, check_alignment, check_top
-from jaxalloc.frontend import value_label
-from jaxalloc.liveness import flat_schedule
-from jaxalloc.perfetto import write_trace_events
-from jaxalloc.plan_check import PlanCheck, check_planned
-from jaxalloc.text import format_size, plural, text_table
-from jaxalloc.xla_memory import XlaComparison, compare_with_xla
+from jaxalloc.frontend.convert import value_label
+from jaxalloc.planning.assignment import BlockPlan, Row, plan_function, plan_rows
+from jaxalloc.planning.liveness import flat_schedule
+from jaxalloc.reports.chart import plot_plan, write_plan_csv
+from jaxalloc.reports.perfetto import write_trace_events
+from jaxalloc.reports.text import format_size, plural, text_table
+from jaxalloc.xla.memory import XlaComparison, compare_with_xla
 
 
 @dataclass(frozen=True)
@@ -329,7 +329,7 @@ def make_plan(
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
     are donated, planned in the arena (`mem.args`).
     """
-    from jaxalloc.passes import annotate
+    from jaxalloc.passes.assign import annotate
 
     alignment = check_alignment(alignment)
     get_allocator(allocator)

@@ -23,7 +23,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MultipleLocator
 
-from jaxalloc.text import binary_label, format_size
+from jaxalloc.reports.text import binary_label, format_size
 
 LABEL_LIMIT = 40
 LARGEST_LABELLED = 12

@@ -34,8 +34,9 @@ import numpy as np
 
 from jaxalloc.allocators import ALLOCATORS, Problem, allocate
 from jaxalloc.allocators.bound import max_live
-from jaxalloc.checker import check_allocation, check_plan
-from jaxalloc.xla_dump import (
+from jaxalloc.checks.checker import check_allocation, check_plan
+from jaxalloc.reports.text import format_size, text_table
+from jaxalloc.xla.dump import (
     XlaAllocation,
     XlaDumpError,
     XlaLiveRanges,
@@ -43,8 +44,7 @@ from jaxalloc.xla_dump import (
     parse_buffer_assignment,
     parse_live_ranges,
 )
-from jaxalloc.text import format_size, text_table
-from jaxalloc.xla_memory import FUSION_OFF
+from jaxalloc.xla.memory import FUSION_OFF
 
 _ASSIGNMENT = "*after_optimizations-buffer-assignment.txt"
 _LIVE_RANGE = "*after_optimizations-live-range.txt"

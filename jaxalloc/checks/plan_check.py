@@ -32,8 +32,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import YIELDED, ArenaAttr, NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import PlanViolation
-from jaxalloc.frontend import value_label, value_name
-from jaxalloc.types import byte_size
+from jaxalloc.frontend.convert import value_label, value_name
+from jaxalloc.frontend.types import byte_size
 
 WIDEN_AFTER = 64
 """Guards kept apart per instance at most; more are widened into one."""

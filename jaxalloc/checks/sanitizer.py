@@ -19,11 +19,11 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.interpreter import register_impls
 from xdsl.ir import Operation
 
-from jaxalloc.arena import COPY, Arena, Layout, Located
 from jaxalloc.dialects import jx
 from jaxalloc.errors import PlanViolation
-from jaxalloc.frontend import value_label, value_name
-from jaxalloc.interpreter import ArenaFunctions
+from jaxalloc.execution.arena import COPY, Arena, Layout, Located
+from jaxalloc.execution.interpreter import ArenaFunctions
+from jaxalloc.frontend.convert import value_label, value_name
 
 
 class Tagged(int):

@@ -1,4 +1,4 @@
-"""The xDSL passes of jaxalloc: they translate between jx IR and plans, the algorithms live elsewhere.
+"""The planning passes of jaxalloc: they translate between jx IR and plans, the algorithms live elsewhere.
 
 - `jx-liveness` writes each value's half-open lifetime on its block's schedule (`mem.live`), for
   reading and for tests of the liveness rules.
@@ -24,12 +24,12 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from jaxalloc.allocators import get_allocator
-from jaxalloc.assignment import BlockPlan, Carry, plan_function
+from jaxalloc.checks.plan_check import check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import ArenaAttr, NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import JaxallocError, PlanViolation, check_alignment
-from jaxalloc.liveness import block_liveness
-from jaxalloc.plan_check import check_planned
+from jaxalloc.planning.assignment import BlockPlan, Carry, plan_function
+from jaxalloc.planning.liveness import block_liveness
 
 Place = SlotAttr | NextAttr
 """Where a value lives: a fixed arena slot, or the next round's view of a loop-carried position."""

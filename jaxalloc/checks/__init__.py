@@ -1,0 +1,1 @@
+"""Checks: independent checkers of plans (allocations, planned IR, shadow-memory runs), apart from the planner."""

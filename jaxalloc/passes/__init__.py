@@ -1,0 +1,1 @@
+"""Passes: the xDSL passes over jx programs, those that rewrite them and those that write their plans."""
