@@ -6,8 +6,9 @@ and walks the function the way the arena executor runs it: every branch of every
 loop round by round (zero rounds included; only the exit after `rounds N` where a loop says how
 many it runs) until every ring has gone round twice. It keeps which value owns which bytes: a
 write takes its bytes from every value it overlaps, and a read checks that each value it may be
-reading still owns its bytes. No lifetime is computed: a value is checked where it is read, so a
-lifetime the planner got wrong cannot hide.
+reading still owns its bytes (a view written where its operand is not holds the operand's bytes:
+a second view of the same operand written there is not an overwrite). No lifetime is computed: a
+value is checked where it is read, so a lifetime the planner got wrong cannot hide.
 
 Paths are walked once each but remembered: every write and every way of reaching a value
 carries a guard, the branch of each case and the exit round of each loop it depends on. A

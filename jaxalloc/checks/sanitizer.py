@@ -1,7 +1,8 @@
 """The sanitizer: an arena run with shadow memory (`planned(f, mode="checked")`).
 
 Every write into the arena records, byte by byte, which value (in which loop round) owns those
-bytes now; every read checks that all its bytes still belong to the value the run expects there.
+bytes now; every read checks that all its bytes still belong to the value the run expects there
+(or to another copy of the same bytes: two views of one value, each written where the plan put it).
 So a plan that lets one value overwrite another before its last read raises `PlanViolation` at
 that read, naming both values, their source lines and rounds, instead of computing a wrong
 answer. It checks what the run does (the ops executed, the branches taken, the rounds run), not

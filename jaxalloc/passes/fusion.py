@@ -11,9 +11,9 @@ whole chain to fuse.
 Every reader of a member is a member. A cheap member read by several fusible ops is a member of
 each of their groups, computed again in each, as XLA duplicates a producer into its consumers. The
 fused op takes the place of the group's last op; the others move down to it, which is safe for pure
-ops but lengthens the lives of their operands by the ops they skip: a member whose move would make
-a step hold more than the bound before fusion stays an op of its own, so fusion never raises the
-bound.
+ops but lengthens the lives of their operands by the ops they skip: where a move would make a step
+hold more than the bound before fusion, the chain is cut at its last moved link, which stays where
+it is as a fusion of the links before it, so fusion never raises the bound.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from jaxalloc.frontend.types import byte_size
 from jaxalloc.passes.schedule import module_bound
 from jaxalloc.planning.inplace import ELEMENTWISE, is_view
 from jaxalloc.planning.liveness import defined_in
+
 
 def fusible(op: Operation) -> bool:
     """Elementwise ops of operands of their own shape fuse: a kernel computes them element by element,
