@@ -600,6 +600,7 @@ FULL_PIPELINE = ("jx-dce", "jx-canonicalize", "jx-fuse", "jx-schedule")
         5209,  # the same
         4875,  # two views of an inner loop's result, each copied into one slot: the checker blamed the second
         5381,  # a loop result the body hands back its carried value as: the init operand died at the loop
+        16861,  # two views of a loop result outside the arena, each copied into one slot: the same as 4875
     ],
 )
 def test_random_programs_the_full_pipeline_soak_found(seed):

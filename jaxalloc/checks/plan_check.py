@@ -321,7 +321,7 @@ class _Walk:
         written = []
         for k, result in enumerate(op.results):
             where = self.place(op, k)
-            if k == 0 and _reinterprets(op) and env[op.operands[0]].instances:
+            if k == 0 and _reinterprets(op) and (env[op.operands[0]].instances or where is not None):
                 env[result] = self.reinterpret(result, env[op.operands[0]], where, written)
             elif where is None:
                 env[result] = self.outside()
