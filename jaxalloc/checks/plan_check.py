@@ -321,7 +321,7 @@ class _Walk:
         written = []
         for k, result in enumerate(op.results):
             where = self.place(op, k)
-            if k == 0 and _reinterprets(op) and (env[op.operands[0]].instances or where is not None):
+            if k == 0 and reinterprets(op) and (env[op.operands[0]].instances or where is not None):
                 env[result] = self.reinterpret(result, env[op.operands[0]], where, written)
             elif where is None:
                 env[result] = self.outside()
@@ -527,7 +527,9 @@ def _rounds_to_walk(views: list[ViewsAttr], known: int | None):
     return known + 1, lambda round_: frozenset((known,))
 
 
-def _reinterprets(op: Operation) -> bool:
+def reinterprets(op: Operation | None) -> bool:
+    """Whether the executor runs `op` as a new reading of its first operand's bytes (written
+    unchanged where the plan puts the result elsewhere): the sanitizer's rule too."""
     if not isinstance(op, jx.PrimOp) or len(op.results) != 1 or not op.operands:
         return False
     if op.primitive.data not in _REINTERPRETING:

@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr
 from xdsl.interpreter import register_impls
 from xdsl.ir import Operation
 
-from jaxalloc.dialects import jx
+from jaxalloc.checks.plan_check import reinterprets
 from jaxalloc.errors import PlanViolation
 from jaxalloc.execution.arena import COPY, Arena, Layout, Located
 from jaxalloc.execution.interpreter import ArenaFunctions
@@ -74,7 +73,7 @@ class ShadowArena(Arena):
 
     def run(self, op, inputs, in_layouts, places, out_layouts, kernels=None):
         self._copy_of = inputs if op is COPY else None
-        self._bytes_of = inputs if op is COPY else inputs[:1] if _reinterprets(self.current, in_layouts, out_layouts) else ()
+        self._bytes_of = inputs if op is COPY else inputs[:1] if reinterprets(self.current) else ()
         return super().run(op, inputs, in_layouts, places, out_layouts, kernels)
 
     def enter(self, values, layouts, places, arguments):
@@ -128,20 +127,6 @@ class CheckedFunctions(ArenaFunctions):
 
     def new_arena(self, nbytes: int) -> Arena:
         return ShadowArena(nbytes)
-
-
-
-_VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "bitcast_convert_type"})
-
-
-def _reinterprets(op: Operation | None, in_layouts, out_layouts) -> bool:
-    """Whether `op` writes its first operand's bytes unchanged: a view of as many bytes, computed where
-    its operand is not (a reshape that transposes first is not one)."""
-    return (
-        isinstance(op, jx.PrimOp) and op.primitive.data in _VIEWS and len(op.results) == 1 and len(in_layouts) >= 1
-        and in_layouts[0].nbytes == out_layouts[0].nbytes
-        and op.params.data.get("dimensions", StringAttr("None")) == StringAttr("None")
-    )
 
 
 def _op_label(op: Operation | None) -> str:
