@@ -269,12 +269,17 @@ def test_a_scaled_chain_fuses_whole_after_its_division_goes():
     _checked(fn, g, norm, passes=(*CANON, "jx-fuse"))
 
 
-def test_stop_gradient_goes():
+def test_stop_gradient_and_copies_of_values_read_nowhere_else_go():
     def fn(x):
-        return jax.nn.softmax(x, axis=-1), lax.stop_gradient(x) * 2.0
+        y = jnp.array(jnp.tanh(x), copy=True)
+        return jax.nn.softmax(x, axis=-1), lax.stop_gradient(x) * 2.0, y.copy() + 1.0, jnp.copy(x)
 
+    assert _primitives(jaxalloc.planned(fn, passes=AS_TRACED).lower(X)).count("copy") == 3
     module, _ = _lowered(fn, X)
     assert "stop_gradient" not in _primitives(module)
+    # the copy of the argument stays: the caller's array and the output are two values
+    (copy,) = [op for op in module.walk() if _is_prim(op, "copy")]
+    assert copy.args[0] is module.ops.first.body.block.args[0]
     _checked(fn, X)
 
 

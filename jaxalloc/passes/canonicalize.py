@@ -435,14 +435,26 @@ class ReductionOfUnitDims(RewritePattern):
 
 
 @dataclass
-class DropStopGradient(RewritePattern):
-    """`stop_gradient` only matters to differentiation, which is over once a program is traced."""
+class DropIdentities(RewritePattern):
+    """`stop_gradient` only matters to differentiation, which is over once a program is traced, and
+    `copy` (`jnp.array(x)`, `x.copy()`) lowers to its operand, so XLA makes no copy where nothing
+    else reads the operand."""
 
     rebind: Rebinder
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if _is(op, "stop_gradient") and len(op.args) == 1:
-            _replace(rewriter, op, op.args[0])
+        if _is(op, "stop_gradient") or _is(op, "copy") and _only_reader(op):
+            if len(op.args) == 1 and op.args[0].type == op.res[0].type:
+                _replace(rewriter, op, op.args[0])
+
+
+def _only_reader(op: Operation) -> bool:
+    """Whether `op` is the one reader of its operand, an op's result: the copy then stands in for a
+    value whose memory is free from then on. A copy of a value read elsewhere too (an argument, a
+    constant, a value a loop also carries) is where the program keeps two of them, as XLA's copy
+    insertion would."""
+    source = op.args[0]
+    return isinstance(source.owner, Operation) and not isinstance(source.owner, jx.ConstOp) and len(_users(source)) == 1
 
 
 PATTERNS = (
@@ -455,7 +467,7 @@ PATTERNS = (
     ImplicitBroadcast,
     DivisionAsProduct,
     ReductionOfUnitDims,
-    DropStopGradient,
+    DropIdentities,
 )
 """Every rewrite of `jx-canonicalize`, tried in this order on each op."""
 

@@ -40,21 +40,25 @@ builtin.module {
     %red = jx.prim "reduce_sum"[21](%k) {axes = "(1,)"} : (tensor<2x1x4xf32>) -> tensor<2x4xf32>
     jx.yield %r2, %r3, %e, %prod, %sel, %red : tensor<24xf32>, tensor<8xf32>, tensor<1x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<2x4xf32>
   }
-  jx.func @round_trips(%h: tensor<8xf16>, %f: tensor<8xf32>) -> (tensor<8xf16>, tensor<8xf32>, tensor<8xf32>) {
-    // f16 -> f32 -> f16 is exact and goes; f32 -> f16 -> f32 rounds and stays; stop_gradient goes
+  jx.func @round_trips(%h: tensor<8xf16>, %f: tensor<8xf32>) -> (tensor<8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+    // f16 -> f32 -> f16 is exact and goes; f32 -> f16 -> f32 rounds and stays; stop_gradient goes,
+    // and so does a copy of a value nothing else reads (a copy of one read elsewhere stays)
     %w = jx.prim "convert_element_type"[22](%h) {new_dtype = "float32", weak_type = "False"} : (tensor<8xf16>) -> tensor<8xf32>
     %n = jx.prim "convert_element_type"[23](%w) {new_dtype = "float16", weak_type = "False"} : (tensor<8xf32>) -> tensor<8xf16>
     %l = jx.prim "convert_element_type"[24](%f) {new_dtype = "float16", weak_type = "False"} : (tensor<8xf32>) -> tensor<8xf16>
     %m = jx.prim "convert_element_type"[25](%l) {new_dtype = "float32", weak_type = "False"} : (tensor<8xf16>) -> tensor<8xf32>
     %g = jx.prim "stop_gradient"[26](%f) : (tensor<8xf32>) -> tensor<8xf32>
-    jx.yield %n, %m, %g : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>
+    %k = jx.prim "neg"[28](%f) : (tensor<8xf32>) -> tensor<8xf32>
+    %c = jx.prim "copy"[27](%k) : (tensor<8xf32>) -> tensor<8xf32>
+    %d = jx.prim "copy"[27](%m) : (tensor<8xf32>) -> tensor<8xf32>
+    jx.yield %n, %m, %g, %c, %d : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   }
 }
 
 // CHECK-LABEL: jx.func @transposes
-// CHECK-NEXT:    %d = jx.prim "dot_general"[27](%x, %w) {dimension_numbers = "(((2,), (1,)), ((), ()))", precision = "(Precision.HIGHEST, Precision.DEFAULT)", preferred_element_type = "float32"} : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
-// CHECK-NEXT:    %et = jx.prim "dot_general"[28](%b, %a) {dimension_numbers = "(((0,), (1,)), ((), ()))", precision = "(Precision.DEFAULT, Precision.HIGHEST)", preferred_element_type = "float32"} : (tensor<4x5xf32>, tensor<3x4xf32>) -> tensor<5x3xf32>
-// CHECK-NEXT:    %q = jx.prim "transpose"[29](%x) {permutation = "(1, 2, 0)"} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+// CHECK-NEXT:    %d = jx.prim "dot_general"[29](%x, %w) {dimension_numbers = "(((2,), (1,)), ((), ()))", precision = "(Precision.HIGHEST, Precision.DEFAULT)", preferred_element_type = "float32"} : (tensor<2x3x4xf32>, tensor<5x4xf32>) -> tensor<2x3x5xf32>
+// CHECK-NEXT:    %et = jx.prim "dot_general"[30](%b, %a) {dimension_numbers = "(((0,), (1,)), ((), ()))", precision = "(Precision.DEFAULT, Precision.HIGHEST)", preferred_element_type = "float32"} : (tensor<4x5xf32>, tensor<3x4xf32>) -> tensor<5x3xf32>
+// CHECK-NEXT:    %q = jx.prim "transpose"[31](%x) {permutation = "(1, 2, 0)"} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
 // CHECK-NEXT:    %u = jx.prim "transpose"[8](%x) {permutation = "(2, 1, 0)"}
 // CHECK-NEXT:    %v = jx.prim "dot_general"[9](%u, %c) {dimension_numbers = "(((2,), (0,)), ((), ()))"
 // CHECK-NEXT:    jx.yield %d, %et, %q, %a, %v
@@ -62,16 +66,18 @@ builtin.module {
 // CHECK-LABEL: jx.func @views
 // CHECK-NEXT:    %r2 = jx.prim "reshape"[11](%x) {new_sizes = "(24,)"} : (tensor<2x3x4xf32>) -> tensor<24xf32>
 // CHECK-NEXT:    %r3 = jx.prim "reshape"[13](%k) {new_sizes = "(8,)"} : (tensor<2x1x4xf32>) -> tensor<8xf32>
-// CHECK-NEXT:    %e = jx.prim "reshape"[30](%v) {new_sizes = "(1, 4)"} : (tensor<4xf32>) -> tensor<1x4xf32>
-// CHECK-NEXT:    %bv = jx.prim "reshape"[31](%v) {new_sizes = "(1, 4)"} : (tensor<4xf32>) -> tensor<1x4xf32>
+// CHECK-NEXT:    %e = jx.prim "reshape"[32](%v) {new_sizes = "(1, 4)"} : (tensor<4xf32>) -> tensor<1x4xf32>
+// CHECK-NEXT:    %bv = jx.prim "reshape"[33](%v) {new_sizes = "(1, 4)"} : (tensor<4xf32>) -> tensor<1x4xf32>
 // CHECK-NEXT:    %sum = jx.prim "add"[16](%y, %bv) : (tensor<3x4xf32>, tensor<1x4xf32>) -> tensor<3x4xf32>
 // CHECK-NEXT:    %prod = jx.prim "mul"[18](%s, %sum) : (tensor<f32>, tensor<3x4xf32>) -> tensor<3x4xf32>
 // CHECK-NEXT:    %bk = jx.prim "broadcast_in_dim"[19](%s)
 // CHECK-NEXT:    %sel = jx.prim "select_n"[20](%p, %bk, %y)
-// CHECK-NEXT:    %red = jx.prim "reshape"[32](%k) {new_sizes = "(2, 4)"} : (tensor<2x1x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %red = jx.prim "reshape"[34](%k) {new_sizes = "(2, 4)"} : (tensor<2x1x4xf32>) -> tensor<2x4xf32>
 // CHECK-NEXT:    jx.yield %r2, %r3, %e, %prod, %sel, %red
 
 // CHECK-LABEL: jx.func @round_trips
 // CHECK-NEXT:    %l = jx.prim "convert_element_type"[24](%f) {new_dtype = "float16", weak_type = "False"}
 // CHECK-NEXT:    %m = jx.prim "convert_element_type"[25](%l) {new_dtype = "float32", weak_type = "False"}
-// CHECK-NEXT:    jx.yield %h, %m, %f : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>
+// CHECK-NEXT:    %k = jx.prim "neg"[28](%f)
+// CHECK-NEXT:    %d = jx.prim "copy"[27](%m)
+// CHECK-NEXT:    jx.yield %h, %m, %f, %k, %d : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
