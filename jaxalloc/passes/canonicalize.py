@@ -443,9 +443,10 @@ class DropIdentities(RewritePattern):
     rebind: Rebinder
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if _is(op, "stop_gradient") or _is(op, "copy") and _only_reader(op):
-            if len(op.args) == 1 and op.args[0].type == op.res[0].type:
-                _replace(rewriter, op, op.args[0])
+        if not _is(op, "stop_gradient", "copy") or len(op.args) != 1 or op.args[0].type != op.res[0].type:
+            return
+        if _is(op, "stop_gradient") or _only_reader(op):
+            _replace(rewriter, op, op.args[0])
 
 
 def _only_reader(op: Operation) -> bool:
