@@ -15,6 +15,7 @@ from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
 
 import jaxalloc
+from jaxalloc.api import DEFAULT_PASSES
 
 RANDOM_SEEDS = range(12)
 """Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more."""
@@ -91,6 +92,43 @@ def test_the_kernel_never_copies_the_arena():
     executable = kernel.executable(jax.tree_util.tree_leaves(STEP_ARGS))
     assert "jit(kernel)/while" in executable.as_text()
     assert kernel.arena_copies(executable) == 0
+
+
+def _gates(w, x):
+    """One op with four placed results (`split`), each written where it is planned."""
+    i, f, g, o = jnp.split(x @ w, 4, axis=1)
+    return jax.nn.sigmoid(i) * jnp.tanh(g) + jax.nn.sigmoid(f) * jax.nn.sigmoid(o)
+
+
+def _filled(x):
+    """Broadcasts and one-word constants written into the arena, then other values read after them."""
+    total = jnp.zeros_like(x) + jnp.full(x.shape, 2.0) * x
+    return total / x.shape[0] + jnp.arange(x.shape[0], dtype=x.dtype) + (x > 0).sum()
+
+
+def _rotating(x):
+    """A loop whose carried values trade places each round: a move whose sources lie where it writes."""
+
+    def body(_, carry):
+        a, b, c = carry
+        return b, c, a * 0.5 + jnp.sin(b)
+
+    return lax.fori_loop(0, 7, body, (x, x + 1.0, x * 2.0))
+
+
+@pytest.mark.parametrize("passes", [("jx-dce",), DEFAULT_PASSES], ids=["own ops", "pipeline"])
+@pytest.mark.parametrize("fn, args", [
+    (_gates, (jnp.eye(8, 32) * 0.3, jnp.linspace(-1.0, 1.0, 4 * 8).reshape(4, 8))),
+    (_filled, (jnp.linspace(-1.0, 1.0, 24),)),
+    (_rotating, (jnp.linspace(-1.0, 1.0, 24),)),
+], ids=["several results", "broadcasts and constants", "rotating loop"])
+def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
+    """XLA copies the arena wherever it repeats a read in a later write, or a write that looks cheap
+    in a later read (see `execution/compiled.py`): each program here has such a read or write."""
+    planned = check_program(fn, *args, mode="compiled", name=fn.__name__, passes=passes)
+    kernel = _kernel(planned)
+    assert kernel.arena.dtype == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words
+    assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
 
 
 def test_a_compiled_call_reports_its_arena_and_copies():

@@ -83,6 +83,21 @@ def layout_of(type_: Attribute) -> Layout:
 
 def to_bytes(value: jax.Array, layout: Layout) -> jax.Array:
     """`value` as a flat uint8 array of `layout.nbytes` bytes (traced inside a kernel)."""
+    return to_words(value, layout, np.dtype(np.uint8))
+
+
+def from_bytes(data: jax.Array, layout: Layout) -> jax.Array:
+    """The value whose bytes are `data` (traced inside a kernel)."""
+    return from_words(data, layout)
+
+
+WORDS = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32)}
+"""The unsigned type of each word width an arena may be kept in."""
+
+
+def to_words(value: jax.Array, layout: Layout, word: np.dtype) -> jax.Array:
+    """`value` as a flat array of `word`s (traced inside a kernel). A value whose last word it fills
+    only in part is padded with zero bytes: its slot is a whole number of words, so they are its own."""
     if layout.key_impl is not None:
         value = jax.random.key_data(value)
     elif layout.dtype.kind == "c":
@@ -90,20 +105,26 @@ def to_bytes(value: jax.Array, layout: Layout) -> jax.Array:
     stored = layout.stored_dtype
     if value.dtype != stored:
         value = value.astype(stored)
-    if stored != np.uint8:
-        value = lax.bitcast_convert_type(value, jnp.uint8)
+    if stored.itemsize < word.itemsize:  # elements gathered into words: XLA reduces them, a kernel of its own
+        per_word = word.itemsize // stored.itemsize
+        value = jnp.pad(value.reshape(-1), (0, -value.size % per_word)).reshape(-1, per_word)
+    if stored != word:
+        value = lax.bitcast_convert_type(value, word)
     return value.reshape(-1)
 
 
-def from_bytes(data: jax.Array, layout: Layout) -> jax.Array:
-    """The value whose bytes are `data` (traced inside a kernel)."""
-    stored = layout.stored_dtype
-    if stored.itemsize > 1:
-        value = lax.bitcast_convert_type(data.reshape(*layout.stored_shape, stored.itemsize), stored)
+def from_words(data: jax.Array, layout: Layout) -> jax.Array:
+    """The value whose words are `data` (traced inside a kernel): whole words, the value's bytes first."""
+    stored, width = layout.stored_dtype, data.dtype.itemsize
+    if stored.itemsize > width:  # words assembled into elements: XLA reduces them
+        value = lax.bitcast_convert_type(data.reshape(-1, stored.itemsize // width), stored)
+    elif stored != data.dtype:  # a bitcast of each word, or its split into elements: fused into the reader
+        value = lax.bitcast_convert_type(data, stored)
     else:
-        value = data.reshape(layout.stored_shape)
-        if stored != np.uint8:
-            value = lax.bitcast_convert_type(value, stored)
+        value = data
+    count = layout.nbytes // stored.itemsize
+    value = value.reshape(-1)
+    value = (value if value.size == count else value[:count]).reshape(layout.stored_shape)
     if layout.key_impl is not None:
         return jax.random.wrap_key_data(value, impl=layout.key_impl)
     if layout.dtype == np.bool_:
@@ -255,10 +276,11 @@ def _kernel(op: Binding, in_arena: tuple[bool, ...], in_layouts, written: tuple[
 
 
 def read_bytes(arena: jax.Array, offset: jax.Array, nbytes: int) -> jax.Array:
-    """`nbytes` of the arena from `offset`, behind a barrier: XLA would otherwise merge this slice
-    with a `dynamic_slice` of the program that reads the value, and the merged slice clamps its
-    start to the arena instead of to the value (a wrong answer for out-of-range starts)."""
-    return lax.optimization_barrier(lax.dynamic_slice(arena, (offset,), (nbytes,)))
+    """`nbytes` elements (bytes, or a compiled kernel's words) of the arena from `offset`, behind a
+    barrier: XLA would otherwise merge this slice with a `dynamic_slice` of the program that reads
+    the value, and the merged slice clamps its start to the arena instead of to the value (a wrong
+    answer for out-of-range starts)."""
+    return lax.optimization_barrier(lax.dynamic_slice(arena, (offset,), (nbytes,), allow_negative_indices=False))
 
 
 def _compile(bind, read: tuple[Layout | None, ...], write: tuple[Layout | None, ...]):

@@ -2,28 +2,34 @@
 kernel over a donated arena.
 
 The xDSL interpreter runs the planned module once per signature under `jax.jit` tracing, so the
-interpreter is the compiler: each op reads its operands out of the arena (a traced `uint8`
-array) at their planned offsets, binds its primitive and writes its results back at theirs.
-`jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each carried
-value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer update),
-so no value moves between rounds. `jx.case` becomes `lax.switch` over the arena. The arena is
-donated to every call and handed back, one buffer updated in place from call to call. Donated
-arguments (`mem.args`) are written at their slots as the kernel starts, and donated to it too.
+interpreter is the compiler: each op reads its operands out of the arena (a traced array of
+words, `_granule`) at their planned offsets, binds its primitive and writes its results back at
+theirs. `jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each
+carried value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer
+update), so no value moves between rounds. `jx.case` becomes `lax.switch` over the arena. The
+arena is donated to every call and handed back, one buffer updated in place from call to call.
+Donated arguments (`mem.args`) are written at their slots as the kernel starts, and donated to it too.
 
 Honest memory: XLA must update the arena in place and keep values where the plan put them.
-Offsets are constants in the kernel, so XLA may forward a value written at one offset to a later
-read of the same offset (the value then also lives in a temp buffer until that read); the kernel's
-temp size, which `benchmarks/speed.py` reports per program, bounds what that costs. What XLA must not do is copy the arena, which it does where a write into the arena
-does not depend on a read of the bytes before it, for it orders work by data alone (on the CPU
-`lax.optimization_barrier` is gone before fusion, so it orders nothing). So every value computed
-out of the arena goes back into it: the plan keeps outputs inside the arena, and a move of values
-between slots reads each source just before it writes it, where no source can lie where an
-earlier move writes. A read of the arena by an op that indexes into
-its operand (`dynamic_slice`, `gather`, `scatter`: `INDEXED`) is behind a barrier of its own
-(`arena.read_bytes`), so XLA cannot merge the arena slice with the op's own index (the merged
-slice would clamp its start to the arena, not to the value); other ops read the arena unfenced,
-and XLA fuses the read into them. `benchmarks/speed.py` counts the
-arena copies left in each compiled kernel.
+- Every offset is counted from the kernel's argument `base`, which is always 0 but which XLA
+  cannot see: it cannot prove two offsets equal or apart, so it neither forwards a value written
+  at one offset to a later read of it nor moves a read across a write.
+- XLA orders work by data alone (on the CPU `lax.optimization_barrier` is gone before fusion, so
+  it orders nothing), and it copies the whole arena wherever bytes are read after a write has
+  changed them in place. So every value computed out of the arena goes back into it (the plan
+  keeps outputs inside the arena), and a move of values between slots reads each source just
+  before it writes it, where no source can lie where an earlier move writes.
+- XLA repeats a cheap op inside each op that uses it; a read of the arena repeated in a second
+  write after the first has changed the arena would cost that copy. A read that two writes use
+  (the operands of an op with several placed results, the sources of a move) is read once into a
+  buffer of its own (`_pinned`). A write is cheap in XLA's eyes where its value is one word or a
+  broadcast: a value of one word is written as two (the second is its slot's padding, where every
+  slot holds two words), a broadcast is pinned first (`_spreads`).
+- A read of the arena by an op that indexes into its operand (`dynamic_slice`, `gather`,
+  `scatter`: `INDEXED`) is behind a barrier of its own (`arena.read_bytes`), so XLA cannot merge
+  the arena slice with the op's own index (the merged slice would clamp its start to the arena,
+  not to the value); other ops read the arena unfenced, and XLA fuses the read into them.
+`benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp.
 
 A loop's condition runs at the end of the body that precedes it (and once before the loop), so
 that whatever the condition writes into the arena is written in the loop's own carry: XLA would
@@ -37,6 +43,7 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -52,7 +59,7 @@ from xdsl.ir import Operation
 
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
-from jaxalloc.execution.arena import Layout, from_bytes, layout_of, read_bytes, to_bytes
+from jaxalloc.execution.arena import WORDS, Layout, from_bytes, from_words, layout_of, read_bytes, to_words
 from jaxalloc.execution.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice
 
 
@@ -189,6 +196,12 @@ class CompiledFunctions(ArenaFunctions):
     """The jx ops traced into one kernel over the arena (see the module docstring)."""
 
     bytes: Any = None
+    """The arena, as an array of `word`s."""
+    word: np.dtype = np.dtype(np.uint8)
+    paddable: bool = False
+    """Whether every slot holds at least two words, so a value of one word may be written as two."""
+    base: Any = 0
+    """The kernel's argument `base`, always 0: every offset is counted from it (see the module docstring)."""
     copied: Any = None
     """Bytes copied so far, as (low 20 bits, the rest in MiB): uint32s that do not overflow."""
     wrong_rounds: Any = None
@@ -197,16 +210,22 @@ class CompiledFunctions(ArenaFunctions):
 
     # -- the arena --------------------------------------------------------------------------------
 
-    def read(self, value, layout: Layout, fenced: bool = True) -> jax.Array:
+    def read(self, value, layout: Layout, fenced: bool = True, pinned: bool = False) -> jax.Array:
         """`value` as an array; `fenced=False` lets XLA fuse the read of the arena into the op that
-        reads it, for an op that cannot merge it with an index of its own."""
-        load = read_bytes if fenced else _slice
+        reads it, for an op that cannot merge it with an index of its own; `pinned` reads it once
+        into a buffer of its own (`_pinned`)."""
         if isinstance(value, At):
-            return from_bytes(load(self.bytes, value.offset, layout.nbytes), layout)
+            return self.load(value.offset, layout, fenced, pinned)
         if isinstance(value, Either):  # both read, one chosen: a branch over the arena would need all of it
-            inside = from_bytes(load(self.bytes, value.offset, layout.nbytes), layout)
+            inside = self.load(value.offset, layout, fenced, pinned)
             return jax.tree.map(lambda a, b: lax.select(jnp.broadcast_to(value.inside, a.shape), a, b), inside, value.value)
         return value
+
+    def load(self, offset, layout: Layout, fenced: bool, pinned: bool) -> jax.Array:
+        """The value of `layout` at byte `offset` of the arena."""
+        width = self.word.itemsize
+        words = (read_bytes if fenced else _slice)(self.bytes, self.base + offset // width, -(-layout.nbytes // width))
+        return from_words(_pinned(words) if pinned else words, layout)
 
     @property
     def threaded(self) -> tuple:
@@ -217,8 +236,20 @@ class CompiledFunctions(ArenaFunctions):
     def threaded(self, values: tuple) -> None:
         self.bytes, self.copied, self.wrong_rounds = values
 
-    def write(self, value: jax.Array, layout: Layout, offset) -> At:
-        self.bytes = lax.dynamic_update_slice(self.bytes, to_bytes(value, layout), (offset,))
+    def write(self, value: jax.Array, layout: Layout, offset, after: Sequence = (), spread: bool = False) -> At:
+        """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
+        would take that write for a cheap one, it is made dearer (`_pinned`): see the module docstring.
+        `after` lists (value, layout)s read from the arena that this write must follow."""
+        start = self.base + offset // self.word.itemsize
+        words = to_words(value, layout, self.word)
+        if words.size == 1 and self.paddable:  # the other word is the slot's own padding
+            words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
+        zero = lax.convert_element_type(self.base, words.dtype)
+        if after:  # a zero that depends on every earlier read
+            words = words | functools.reduce(lax.bitwise_or, [to_words(r, l, self.word)[0] for r, l in after]) & zero
+        if spread and words.size > 1:
+            words = _pinned(words, _slice(self.bytes, start, words.size) & zero)
+        self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
         return At(offset)
 
     def count(self, nbytes) -> None:
@@ -235,7 +266,9 @@ class CompiledFunctions(ArenaFunctions):
         """`Arena.move`: each value put at its place, as if every source were read before anything is
         written. Where no source can lie where an earlier move writes, each is read just before it
         is written: XLA orders work by data alone, and a read of the arena that no later write
-        depends on makes it copy the whole arena to keep the bytes it reads."""
+        depends on makes it copy the whole arena to keep the bytes it reads. Elsewhere every source
+        is read first, each into a buffer of its own (`_pinned`), and the first write depends on
+        every read."""
         first: dict[tuple, int] = {}
         for k, (v, p) in enumerate(zip(values, places)):
             if not (isinstance(v, At) and _same(v.offset, p)):
@@ -244,7 +277,8 @@ class CompiledFunctions(ArenaFunctions):
         if _apart([values[k] for k in moves], [places[k] for k in moves], [layouts[k].nbytes for k in moves]):
             read = [None] * len(moves)
         else:
-            read = [self.read(values[k], layouts[k]) for k in moves]
+            read = [self.read(values[k], layouts[k], pinned=True) for k in moves]
+        after = [(r, layouts[k]) for k, r in zip(moves[1:], read[1:]) if r is not None]
         for k, value in zip(moves, read):
             source, nbytes = values[k], layouts[k].nbytes
             if isinstance(source, At):
@@ -252,7 +286,8 @@ class CompiledFunctions(ArenaFunctions):
             elif isinstance(source, Either):
                 nbytes = jnp.where(source.inside & (source.offset == places[k]), 0, nbytes)
             self.count(nbytes)
-            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k])
+            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k], after)
+            after = []
         return tuple(v if isinstance(v, At) and _same(v.offset, p) else At(p) for v, p in zip(values, places))
 
     def encode(self, value, kind: str, layout: Layout, owner: Operation, position: int):
@@ -326,9 +361,12 @@ class CompiledFunctions(ArenaFunctions):
             if isinstance(source, Either):
                 return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
         fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
-        inputs = tuple(self.read(v, l, fenced) for v, l in zip(args, layout.inputs))
+        pinned = sum(p is not None for p in places) > 1
+        inputs = tuple(self.read(v, l, fenced, pinned) for v, l in zip(args, layout.inputs))
         results = binding.bind(*inputs)
-        return tuple(r if p is None else self.write(r, l, p) for r, p, l in zip(results, places, layout.outputs))
+        outside = not any(isinstance(v, At | Either) for v in args)
+        return tuple(r if p is None else self.write(r, l, p, spread=outside or _spreads(op, k))
+                     for k, (r, p, l) in enumerate(zip(results, places, layout.outputs)))
 
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
@@ -480,8 +518,57 @@ INDEXED = frozenset(
 the arena that reads the operand with them, and clamp to the arena instead (`arena.read_bytes`)."""
 
 
-def _slice(arena: jax.Array, offset, nbytes: int) -> jax.Array:
-    return lax.dynamic_slice(arena, (offset,), (nbytes,))
+SPREADING = frozenset({"broadcast_in_dim", "iota"})
+"""Primitives whose result XLA may hold as a broadcast (see `_spreads`)."""
+
+
+def _spreads(op: Operation, position: int) -> bool:
+    """Whether XLA may see result `position` of `op` as a broadcast: writing a broadcast into the
+    arena is an update cheap enough for XLA to repeat inside every later read of the arena, which
+    then reads bytes the write already changed in place, and XLA copies the arena to keep them."""
+    if isinstance(op, jx.FusedOp):
+        op = op.body.block.last_op.operands[position].owner
+    return not isinstance(op, jx.PrimOp) or op.primitive.data in SPREADING
+
+
+def _pinned(words: jax.Array, zeros: jax.Array | None = None) -> jax.Array:
+    """`words` read once into a buffer of their own. XLA copies a cheap read of the arena into every
+    op that uses it; where two writes use one read, the second would read bytes the first has
+    already overwritten in place, so XLA would copy the whole arena to keep them. A reduction is
+    never copied into its users, and XLA cannot see that this one changes nothing."""
+    zeros = jnp.zeros_like(words) if zeros is None else zeros
+    return lax.reduce(jnp.stack([words, zeros]), words.dtype.type(0), lax.bitwise_or, (0,))
+
+
+def _slice(arena: jax.Array, start, count: int) -> jax.Array:
+    return lax.dynamic_slice(arena, (start,), (count,), allow_negative_indices=False)
+
+
+def _granule(module, arena_bytes: int) -> int:
+    """The largest power of two, up to 64, that the arena and every slot's offset and size are a
+    whole number of (a ring of slots inside a slot, `#mem.next`, splits that slot in equal parts).
+
+    The kernel keeps its arena in words of up to 4 bytes of this size, so that a value of 4-byte
+    elements is read with a bitcast of each word, which XLA fuses into the op that reads it; out of
+    bytes, XLA assembles each element from four with a reduction, a kernel of its own per read."""
+    sizes = {arena_bytes}
+    for op in module.walk():
+        for attribute in op.attributes.values():
+            sizes.update(_extents(attribute))
+    return next(g for g in (64, 32, 16, 8, 4, 2, 1) if all(n % g == 0 for n in sizes))
+
+
+def _extents(attribute) -> list[int]:
+    if isinstance(attribute, SlotAttr):
+        return [attribute.offset.data, attribute.size.data]
+    if isinstance(attribute, ViewsAttr):
+        slots = attribute.slots.data
+        parts = sum(isinstance(s, NextAttr) for s in slots) or 1
+        return [n for s in slots if isinstance(s, SlotAttr) for n in (s.offset.data, s.size.data, s.size.data // parts, s.size.data % parts)]
+    data = getattr(attribute, "data", None)
+    if isinstance(data, tuple | list):
+        return [n for inner in data for n in _extents(inner)]
+    return []
 
 
 def _due(ring: _Ring, round_):
@@ -495,10 +582,13 @@ class CompiledRun:
     def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
                  donated: Sequence[int] = ()):
         self.arena_bytes, self.donated = arena_bytes, tuple(donated)
+        granule = _granule(module, arena_bytes)
+        self.word = functions.word = WORDS[min(granule, 4)]
+        functions.paddable = granule >= 2 * self.word.itemsize
         self._arena: jax.Array | None = None
 
-        def kernel(arena, *args):
-            functions.bytes = arena
+        def kernel(arena, base, *args):
+            functions.bytes, functions.base = arena, base
             interpreter = Interpreter(module)
             interpreter.register_implementations(functions)
             outputs = interpreter.call_op(func_name, (arena, *args))
@@ -506,18 +596,18 @@ class CompiledRun:
             status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
             return functions.bytes, status, outputs
 
-        self.kernel = jax.jit(kernel, donate_argnums=(0, *(1 + k for k in self.donated)))
+        self.kernel = jax.jit(kernel, donate_argnums=(0, *(2 + k for k in self.donated)))
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
-            self._arena = jnp.zeros((self.arena_bytes,), jnp.uint8)
+            self._arena = jnp.zeros((self.arena_bytes // self.word.itemsize,), self.word)
         if self.donated:
             with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-                self._arena, status, outputs = self.kernel(self._arena, *args)
+                self._arena, status, outputs = self.kernel(self._arena, jnp.int32(0), *args)
         else:
-            self._arena, status, outputs = self.kernel(self._arena, *args)
+            self._arena, status, outputs = self.kernel(self._arena, jnp.int32(0), *args)
         # one small transfer: reading each scalar apart costs a device-to-host round trip each
         low, high, wrong = np.asarray(status).tolist()
         return outputs, low + (high << 20), bool(wrong)
@@ -528,8 +618,9 @@ class CompiledRun:
 
     def executable(self, args: Sequence[Any]):
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
-        return self.kernel.lower(self._arena, *args).compile()
+        return self.kernel.lower(self._arena, jnp.int32(0), *args).compile()
 
     def arena_copies(self, executable) -> int:
         """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place."""
-        return len(re.findall(rf"u8\[{self.arena_bytes}\]\{{0\}} copy\(", executable.as_text()))
+        words = f"u{8 * self.word.itemsize}[{self.arena_bytes // self.word.itemsize}]"
+        return len(re.findall(re.escape(words) + r"\{0\} copy\(", executable.as_text()))
