@@ -13,7 +13,9 @@ Donated arguments (`mem.args`) are written at their slots as the kernel starts, 
 Honest memory: XLA must update the arena in place and keep values where the plan put them.
 - Every offset is counted from the kernel's argument `base`, which is always 0 but which XLA
   cannot see: it cannot prove two offsets equal or apart, so it neither forwards a value written
-  at one offset to a later read of it nor moves a read across a write.
+  at one offset to a later read of it nor moves a read across a write. In a loop's body it is
+  `base & round` (still 0), so XLA does not hoist each offset out of the loop into a value the
+  loop carries, hundreds of them in a long body.
 - XLA orders work by data alone (on the CPU `lax.optimization_barrier` is gone before fusion, so
   it orders nothing), and it copies the whole arena wherever bytes are read after a write has
   changed them in place. So every value computed out of the arena goes back into it (the plan
@@ -230,11 +232,11 @@ class CompiledFunctions(ArenaFunctions):
     @property
     def threaded(self) -> tuple:
         """What every op may update, threaded through loops and branches."""
-        return self.bytes, self.copied, self.wrong_rounds
+        return self.bytes, self.copied, self.wrong_rounds, self.base
 
     @threaded.setter
     def threaded(self, values: tuple) -> None:
-        self.bytes, self.copied, self.wrong_rounds = values
+        self.bytes, self.copied, self.wrong_rounds, self.base = values
 
     def write(self, value: jax.Array, layout: Layout, offset, after: Sequence = (), spread: bool = False) -> At:
         """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
@@ -410,6 +412,7 @@ class CompiledFunctions(ArenaFunctions):
 
         def body(carry):
             self.threaded, round_, _, state = carry
+            self.base = self.base & round_  # still 0, but no longer the same in every round
             following = self.step(interpreter, op, rings, args, layouts, round_, state)
             go = self.test(interpreter, op, following)
             return self.threaded, round_ + 1, go, self.encode_all(op, following, kinds, layouts)
