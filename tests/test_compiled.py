@@ -16,6 +16,8 @@ from test_random_programs import CopiedBytes, check_random_program
 
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
+from jaxalloc.dialects import jx
+from jaxalloc.frontend.types import byte_size
 
 RANDOM_SEEDS = range(12)
 """Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more."""
@@ -129,6 +131,18 @@ def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     kernel = _kernel(planned)
     assert kernel.arena.dtype == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words
     assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
+
+
+def test_the_kernel_temp_is_within_its_largest_op():
+    """What XLA holds besides the arena, the arguments and the outputs is one op's operands and
+    results at most: no value lives outside the arena for longer than the op that uses it."""
+    planned = jaxalloc.planned(_step, mode="compiled")
+    planned(*STEP_ARGS)
+    kernel = _kernel(planned)
+    temp = kernel.executable(jax.tree_util.tree_leaves(STEP_ARGS)).memory_analysis().temp_size_in_bytes
+    module = planned.plan(*STEP_ARGS, include_outputs=True).module
+    largest = max(sum(byte_size(v.type) for v in (*op.operands, *op.results)) for op in module.walk() if isinstance(op, jx.PrimOp))
+    assert 0 < temp <= largest
 
 
 def test_a_compiled_call_reports_its_arena_and_copies():
