@@ -579,6 +579,10 @@ def _due(ring: _Ring, round_):
     return True if len(ring.initial) <= 1 else round_ >= len(ring.initial)
 
 
+_ZERO = np.int32(0)
+"""The kernel's argument `base`."""
+
+
 class CompiledRun:
     """One planned module as one jitted function over a persistent, donated arena."""
 
@@ -604,13 +608,13 @@ class CompiledRun:
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
-            self._arena = jnp.zeros((self.arena_bytes // self.word.itemsize,), self.word)
+            self._arena = jax.device_put(np.zeros(self.arena_bytes // self.word.itemsize, self.word))  # nothing to compile
         if self.donated:
             with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-                self._arena, status, outputs = self.kernel(self._arena, jnp.int32(0), *args)
+                self._arena, status, outputs = self.kernel(self._arena, _ZERO, *args)
         else:
-            self._arena, status, outputs = self.kernel(self._arena, jnp.int32(0), *args)
+            self._arena, status, outputs = self.kernel(self._arena, _ZERO, *args)
         # one small transfer: reading each scalar apart costs a device-to-host round trip each
         low, high, wrong = np.asarray(status).tolist()
         return outputs, low + (high << 20), bool(wrong)
@@ -621,7 +625,7 @@ class CompiledRun:
 
     def executable(self, args: Sequence[Any]):
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
-        return self.kernel.lower(self._arena, jnp.int32(0), *args).compile()
+        return self.kernel.lower(self._arena, _ZERO, *args).compile()
 
     def arena_copies(self, executable) -> int:
         """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place."""
