@@ -109,7 +109,7 @@ def _filled(x):
 
 
 def _rotating(x):
-    """A loop whose carried values trade places each round: a move whose sources lie where it writes."""
+    """A loop whose carried values trade places each round, each moved to the slot the next round reads."""
 
     def body(_, carry):
         a, b, c = carry
@@ -126,7 +126,8 @@ def _rotating(x):
 ], ids=["several results", "broadcasts and constants", "rotating loop"])
 def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     """XLA copies the arena wherever it repeats a read in a later write, or a write that looks cheap
-    in a later read (see `execution/compiled.py`): each program here has such a read or write."""
+    in a later read (see `execution/compiled.py`): the first two programs have such reads and
+    writes, the third moves values between the slots of a loop."""
     planned = check_program(fn, *args, mode="compiled", name=fn.__name__, passes=passes)
     kernel = _kernel(planned)
     assert kernel.arena.dtype == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words

@@ -23,8 +23,8 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   before it writes it, where no source can lie where an earlier move writes.
 - XLA repeats a cheap op inside each op that uses it; a read of the arena repeated in a second
   write after the first has changed the arena would cost that copy. A read that two writes use
-  (the operands of an op with several placed results, the sources of a move) is read once into a
-  buffer of its own (`_pinned`). A write is cheap in XLA's eyes where its value is one word or a
+  (the operands of an op with several placed results) is read once into a buffer of its own
+  (`_pinned`). A write is cheap in XLA's eyes where its value is one word or a
   broadcast: a value of one word is written as two (the second is its slot's padding, where every
   slot holds two words), a broadcast is pinned first (`_spreads`).
 - A read of the arena by an op that indexes into its operand (`dynamic_slice`, `gather`,
@@ -45,7 +45,6 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 
 from __future__ import annotations
 
-import functools
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -238,19 +237,15 @@ class CompiledFunctions(ArenaFunctions):
     def threaded(self, values: tuple) -> None:
         self.bytes, self.copied, self.wrong_rounds, self.base = values
 
-    def write(self, value: jax.Array, layout: Layout, offset, after: Sequence = (), spread: bool = False) -> At:
+    def write(self, value: jax.Array, layout: Layout, offset, spread: bool = False) -> At:
         """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
-        would take that write for a cheap one, it is made dearer (`_pinned`): see the module docstring.
-        `after` lists (value, layout)s read from the arena that this write must follow."""
+        would take that write for a cheap one, it is made dearer: see the module docstring."""
         start = self.base + offset // self.word.itemsize
         words = to_words(value, layout, self.word)
         if words.size == 1 and self.paddable:  # the other word is the slot's own padding
             words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
-        zero = lax.convert_element_type(self.base, words.dtype)
-        if after:  # a zero that depends on every earlier read
-            words = words | functools.reduce(lax.bitwise_or, [to_words(r, l, self.word)[0] for r, l in after]) & zero
-        if spread and words.size > 1:
-            words = _pinned(words, _slice(self.bytes, start, words.size) & zero)
+        if spread and words.size > 1:  # the slot's words, masked with the zero XLA cannot see
+            words = _pinned(words, _slice(self.bytes, start, words.size) & lax.convert_element_type(self.base, words.dtype))
         self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
         return At(offset)
 
@@ -268,9 +263,7 @@ class CompiledFunctions(ArenaFunctions):
         """`Arena.move`: each value put at its place, as if every source were read before anything is
         written. Where no source can lie where an earlier move writes, each is read just before it
         is written: XLA orders work by data alone, and a read of the arena that no later write
-        depends on makes it copy the whole arena to keep the bytes it reads. Elsewhere every source
-        is read first, each into a buffer of its own (`_pinned`), and the first write depends on
-        every read."""
+        depends on makes it copy the whole arena to keep the bytes it reads."""
         first: dict[tuple, int] = {}
         for k, (v, p) in enumerate(zip(values, places)):
             if not (isinstance(v, At) and _same(v.offset, p)):
@@ -279,8 +272,7 @@ class CompiledFunctions(ArenaFunctions):
         if _apart([values[k] for k in moves], [places[k] for k in moves], [layouts[k].nbytes for k in moves]):
             read = [None] * len(moves)
         else:
-            read = [self.read(values[k], layouts[k], pinned=True) for k in moves]
-        after = [(r, layouts[k]) for k, r in zip(moves[1:], read[1:]) if r is not None]
+            read = [self.read(values[k], layouts[k]) for k in moves]
         for k, value in zip(moves, read):
             source, nbytes = values[k], layouts[k].nbytes
             if isinstance(source, At):
@@ -288,8 +280,7 @@ class CompiledFunctions(ArenaFunctions):
             elif isinstance(source, Either):
                 nbytes = jnp.where(source.inside & (source.offset == places[k]), 0, nbytes)
             self.count(nbytes)
-            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k], after)
-            after = []
+            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k])
         return tuple(v if isinstance(v, At) and _same(v.offset, p) else At(p) for v, p in zip(values, places))
 
     def encode(self, value, kind: str, layout: Layout, owner: Operation, position: int):
