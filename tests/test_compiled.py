@@ -134,6 +134,21 @@ def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
 
 
+def _nested_rotation(x):
+    """An inner loop whose three carried values rotate through one ring, held in the outer loop's next
+    view of a position: after each inner loop the outer loop moves several values between slots
+    at once, each source read before any is written over."""
+
+    def outer(_, carry):
+        return lax.fori_loop(0, 5, lambda _, c: (c[1], c[2], c[0] * 0.5 + jnp.sin(c[1])), carry)
+
+    return lax.fori_loop(0, 3, outer, (x, x + 1.0, x + 2.0))
+
+
+def test_values_moved_together_are_all_read_before_any_is_written():
+    check_program(_nested_rotation, jnp.float32(0.3), mode="compiled", passes=("jx-dce",))
+
+
 def test_the_kernel_temp_is_within_its_largest_op():
     """What XLA holds besides the arena, the arguments and the outputs is one op's operands and
     results at most: no value lives outside the arena for longer than the op that uses it."""

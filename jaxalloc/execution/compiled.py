@@ -485,8 +485,14 @@ class CompiledFunctions(ArenaFunctions):
         try:
             yielded = self.run_block(interpreter, op.body.block, state)
             ring = [k for k, g in enumerate(rings) if g.slots and not g.yielded]
-            carried = replace(yielded, ring, [
-                self.place(yielded[k], layouts[k], self._next[k], _due(rings[k], round_ + 1)) for k in ring
+            due = [k for k in ring if _due(rings[k], round_ + 1) is True]
+            # values due in their slots move together, every source read before any is written over
+            carried = replace(yielded, due, self.move(
+                [yielded[k] for k in due], [layouts[k] for k in due], [self._next[k] for k in due]
+            ))
+            later = [k for k in ring if k not in due]
+            carried = replace(carried, later, [
+                self.place(carried[k], layouts[k], self._next[k], _due(rings[k], round_ + 1)) for k in later
             ])
         finally:
             self._next, self._rings = outer
