@@ -55,6 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from xdsl.dialects.builtin import ArrayAttr
 from xdsl.interpreter import Interpreter, PythonValues, impl, impl_callable, register_impls
 from xdsl.ir import Operation
 
@@ -546,29 +547,33 @@ def _slice(arena: jax.Array, start, count: int) -> jax.Array:
 
 def _granule(module, arena_bytes: int) -> int:
     """The largest power of two, up to 64, that the arena and every slot's offset and size are a
-    whole number of (a ring of slots inside a slot, `#mem.next`, splits that slot in equal parts).
+    whole number of, a ring in an enclosing loop's next view (`#mem.next`) counted as the equal
+    parts it cuts that view's slot into (`ViewsAttr.within`).
 
     The kernel keeps its arena in words of up to 4 bytes of this size, so that a value of 4-byte
     elements is read with a bitcast of each word, which XLA fuses into the op that reads it; out of
     bytes, XLA assembles each element from four with a reduction, a kernel of its own per read."""
     sizes = {arena_bytes}
-    for op in module.walk():
+
+    def visit(op: Operation, enclosing: list[ViewsAttr] | None) -> None:
         for attribute in op.attributes.values():
-            sizes.update(_extents(attribute))
+            for slot in attribute.data if isinstance(attribute, ArrayAttr) else (attribute,):
+                if isinstance(slot, SlotAttr):
+                    sizes.update((slot.offset.data, slot.size.data))
+        if isinstance(op, jx.WhileOp):
+            def next_view(position: int) -> SlotAttr | None:
+                slots = enclosing[position].slots.data if enclosing else ()
+                return slots[0] if slots else None
+
+            enclosing = [views.within(next_view) for views in op.attributes["mem.views"].data]
+            sizes.update(n for views in enclosing for slot in views.slots.data for n in (slot.offset.data, slot.size.data))
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.ops:
+                    visit(inner, enclosing)
+
+    visit(module, None)
     return next(g for g in (64, 32, 16, 8, 4, 2, 1) if all(n % g == 0 for n in sizes))
-
-
-def _extents(attribute) -> list[int]:
-    if isinstance(attribute, SlotAttr):
-        return [attribute.offset.data, attribute.size.data]
-    if isinstance(attribute, ViewsAttr):
-        slots = attribute.slots.data
-        parts = sum(isinstance(s, NextAttr) for s in slots) or 1
-        return [n for s in slots if isinstance(s, SlotAttr) for n in (s.offset.data, s.size.data, s.size.data // parts, s.size.data % parts)]
-    data = getattr(attribute, "data", None)
-    if isinstance(data, tuple | list):
-        return [n for inner in data for n in _extents(inner)]
-    return []
 
 
 def _due(ring: _Ring, round_):
