@@ -4,7 +4,7 @@ multi-view cases get the repeat lengths and arena sizes NNC's scheme gives them.
 import jax.numpy as jnp
 import pytest
 from jax import lax
-from differential import AS_TRACED
+from differential import AS_TRACED, check_program
 
 import jaxalloc
 from corpus_programs import PROGRAMS
@@ -132,6 +132,23 @@ def test_a_rotation_of_four_carries_gets_four_slots_and_copies_nothing():
     assert a.initial == (1, 2, 3, 4) and d.initial == (4,)
     (loop,) = plan.carries
     assert len({r.offset for r in rows if r.repeat == 4}) == 4  # one ring of four 1 KiB slots
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 5])
+def test_an_inner_rotation_in_an_outer_loop_is_read_where_it_lies(count):
+    """The inner loop's one ring holds every carried position's value, in the outer loop's next view
+    of one position. The other positions read theirs in that ring too, toggling where that position
+    does: nothing is moved over a value still to be read, and nothing is copied."""
+
+    def rotations(x):
+        def outer(_, carry):
+            return lax.fori_loop(0, 5, lambda _, c: (*c[1:], c[0] * 0.5 + jnp.sin(c[1])), carry)
+
+        return lax.fori_loop(0, 3, outer, tuple(x + k for k in range(count)))
+
+    planned = check_program(rotations, jnp.arange(4.0), mode="checked")
+    assert planned.last_run.copied_bytes == 0
+    assert planned.plan(jnp.arange(4.0)).check().copies == ()
 
 
 def test_no_corpus_loop_copies_anything_between_rounds():

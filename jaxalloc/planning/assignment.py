@@ -560,15 +560,21 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
     """The lone positions whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not. For each, the
-    values from outside the loop it may be, and its own carried value where a round may hand that back."""
+    values from outside the loop it may be, and its own carried value where a round may hand that back.
+
+    An inner ring holding the values of several positions lies in one position's next view: the
+    others read their values in that ring too, so they toggle where that position does (never moved
+    into a slot of their own, it is never moved over their values) and are otherwise moved out of it."""
     args, yields = body.args, body.last_op.operands
-    toggles = {}
+    found = {}
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
             sources = _view_sources(yields[c], args[c], body, plan, body, plan.placed_in.get(yields[c]))
-            if sources is not None and (sources or results[c] in plan.placed_rings):
-                toggles[c] = sources
-    return toggles
+            holder = plan.placed_in.get(yields[c], results[c])
+            if sources is not None and (sources or holder in plan.placed_rings):
+                found[c] = sources, holder
+    toggled = {results[c] for c, (_, holder) in found.items() if holder is results[c]}
+    return {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
 
 
 def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: BlockPlan, body: Block,
@@ -586,6 +592,8 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
     elif isinstance(value.owner, jx.WhileOp) and into is not None and plan.placed_in.get(value) is into:
         loop = value.owner  # an inner loop's ring in the next view: or an init operand read in place
         carry = plan.carries[loop][loop.results.index(value)]
+        if loop.rounds is not None and loop.rounds.data >= len(carry.initial):
+            return set()  # it runs past the init operands: always in its ring
         parts = [_view_sources(loop.operands[q], arg, block, plan, body, into, False) for q in carry.initial]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
