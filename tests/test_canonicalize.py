@@ -20,7 +20,7 @@ import jaxalloc
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import parse_module, printable_params
 from jaxalloc.frontend.types import dtype_of, element_type
-from jaxalloc.passes.canonicalize import IMPLICIT_BROADCAST, canonicalize, exact_widening
+from jaxalloc.passes.canonicalize import IMPLICIT_BROADCAST, MARKERS, canonicalize, exact_widening
 from jaxalloc.passes.fusion import FusedBinding
 
 CANON = ("jx-dce", "jx-canonicalize")
@@ -281,6 +281,37 @@ def test_stop_gradient_and_copies_of_values_read_nowhere_else_go():
     (copy,) = [op for op in module.walk() if _is_prim(op, "copy")]
     assert copy.args[0] is module.ops.first.body.block.args[0]
     _checked(fn, X)
+
+
+def test_equinox_markers_are_their_operands_and_unvmap_reductions_plain_reductions():
+    import equinox.internal as eqxi
+
+    def fn(x, flag):
+        y = eqxi.nonbatchable(jnp.sin(x))
+        any_positive = eqxi.unvmap_any(x > 0.0)  # over an array: a reduction of every dimension
+        biggest = eqxi.unvmap_max(jnp.max(x))  # of a scalar: the scalar
+        return jnp.where(any_positive & eqxi.unvmap_all(flag), y, -y) + biggest
+
+    traced = _primitives(jaxalloc.planned(fn, passes=AS_TRACED).lower(X, True))
+    assert {"nonbatchable", "unvmap_any", "unvmap_all", "unvmap_max"} <= set(traced)
+    module, _ = _lowered(fn, X, True)
+    primitives = _primitives(module)
+    assert not {"nonbatchable", "unvmap_any", "unvmap_all", "unvmap_max"} & set(primitives)
+    assert primitives.count("reduce_or") == 1
+    _checked(fn, X, True)
+
+
+def test_a_diffrax_solve_keeps_no_value_of_equinox_markers():
+    """`select_if_vmap` is its first operand: the copies equinox's loops feed it go too."""
+    from library_programs import _neural_ode_args, diffrax_neural_ode
+
+    args = _neural_ode_args()
+    traced = _primitives(jaxalloc.planned(diffrax_neural_ode, passes=AS_TRACED).lower(*args))
+    module, _ = _lowered(diffrax_neural_ode, *args)
+    primitives = _primitives(module)
+    assert "select_if_vmap" in traced and not set(MARKERS) & set(primitives)
+    assert primitives.count("copy") < traced.count("copy") / 2
+    _checked(diffrax_neural_ode, *args)
 
 
 # --- the programs it changes ----------------------------------------------------------------------

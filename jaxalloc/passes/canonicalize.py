@@ -40,6 +40,7 @@ from xdsl.rewriter import InsertPoint
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import Binding, BindTable, printable_params
 from jaxalloc.frontend.types import dtype_of
+from jaxalloc.passes.dead_code import remove_dead_code
 
 UNREADABLE = object()
 """A parameter whose printed form does not parse back (IR read from text): no rewrite uses it."""
@@ -449,6 +450,44 @@ class DropIdentities(RewritePattern):
             _replace(rewriter, op, op.args[0])
 
 
+MARKERS = frozenset({"nonbatchable", "nondifferentiable_backward", "nontraceable", "select_if_vmap"})
+"""Equinox's primitives that only matter to `vmap` or `grad`: outside them each is its operand (the
+first after `select_if_vmap`'s predicate), and XLA sees them as that (`mlir.lower_fun` of the impl)."""
+
+UNVMAPPED = {"unvmap_any": lax.reduce_or, "unvmap_all": lax.reduce_and, "unvmap_max": lax.reduce_max}
+"""Equinox's reductions across a `vmap`'s batch: outside one, a reduction over every dimension."""
+
+
+@dataclass
+class DropTransformMarkers(RewritePattern):
+    """A traced program is past `vmap` and `grad`, so equinox's markers for them (a `while_loop`'s
+    `select_if_vmap`, `nonbatchable`, `unvmap_any`, ...) are their operands, or the plain reductions
+    they reduce to: XLA keeps no value of theirs, and the ops around them fuse as they do in XLA."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if _is(op, *MARKERS) and len(op.res) == 1:
+            value = op.args[1] if _is(op, "select_if_vmap") and len(op.args) == 3 else op.args[0]
+            if value.type == op.res[0].type:
+                _replace(rewriter, op, value)
+        elif _is(op, *UNVMAPPED) and len(op.args) == 1 and len(op.res) == 1:
+            source = op.args[0]
+            if source.type == op.res[0].type and not _shape(source):
+                _replace(rewriter, op, source)
+            elif source.type.element_type == op.res[0].type.element_type and not _shape(op.res[0]):
+                primitive, params = _reduction_binding(op.primitive.data, _shape(source), dtype_of(source.type.element_type))
+                rewriter.replace(op, self.rebind.prim(primitive, params, [source], op.res[0].type, like=op))
+
+
+@functools.lru_cache(maxsize=None)
+def _reduction_binding(name: str, shape: tuple[int, ...], dtype):
+    """The primitive and bind parameters of the reduction over every dimension that `name` is."""
+    reduce = UNVMAPPED[name]
+    (eqn,) = jax.make_jaxpr(lambda x: reduce(x, tuple(range(len(shape)))))(jax.ShapeDtypeStruct(shape, dtype)).eqns
+    return eqn.primitive, dict(eqn.params)
+
+
 def _only_reader(op: Operation) -> bool:
     """Whether `op` is the one reader of its operand, an op's result: the copy then stands in for a
     value whose memory is free from then on. A copy of a value read elsewhere too (an argument, a
@@ -469,16 +508,21 @@ PATTERNS = (
     DivisionAsProduct,
     ReductionOfUnitDims,
     DropIdentities,
+    DropTransformMarkers,
 )
 """Every rewrite of `jx-canonicalize`, tried in this order on each op."""
 
 
 def canonicalize(module: ModuleOp, table: BindTable | None = None, patterns=PATTERNS) -> None:
     """Apply `patterns` everywhere in `module` (loop bodies and branches included) until none
-    applies; new bindings go into `table` where there is one."""
+    applies, then remove what the rewrites left unread (`jx-dce`); new bindings go into `table`
+    where there is one."""
     rebind = Rebinder.of(module, table)
     applier = GreedyRewritePatternApplier([pattern(rebind) for pattern in patterns], dce_enabled=False)
     PatternRewriteWalker(applier, apply_recursively=True).rewrite_module(module)
+    for func in module.ops:
+        if isinstance(func, jx.FuncOp):
+            remove_dead_code(func)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ Every reader of a member is a member. A cheap member read by several fusible ops
 each of their groups, computed again in each, as XLA duplicates a producer into its consumers. The
 fused op takes the place of the group's last op; the others move down to it, which is safe for pure
 ops but lengthens the lives of their operands by the ops they skip: where a move would make a step
-hold more than the bound before fusion, the chain is cut at its last moved link, which stays where
-it is as a fusion of the links before it, so fusion never raises the bound.
+hold more than the bound before fusion (in a loop body or a branch, more than the block's own peak),
+the chain is cut at its last moved link, which stays where it is as a fusion of the links before
+it, so fusion never raises the bound.
 """
 
 from __future__ import annotations
@@ -104,6 +105,10 @@ _EXPENSIVE = frozenset(
 """Elementwise primitives XLA counts as expensive (divisions, powers, transcendentals): it never
 computes one of them twice to save memory."""
 
+OWN_PEAK = object()
+"""The budget of a nested block: its own peak before fusion. Its plan takes that many bytes (besides
+its regions') whatever the other steps hold, so a step may rise up to it."""
+
 MAX_DUPLICATED = 3
 """The longest chain of ops one fusion recomputes from a value other fusions also read."""
 
@@ -128,6 +133,8 @@ class _Lives:
             self.live[start] += _bytes(v)
             self.live[last + 1] -= _bytes(v)
         self.live = list(accumulate(self.live))
+        if budget is OWN_PEAK:
+            self.budget = max(self.live, default=0)
 
     def storage(self, value: SSAValue) -> SSAValue | None:
         """The value of this block whose memory `value` is (through views), or None where it takes no
@@ -316,10 +323,11 @@ class FusePass(ModulePass):
 
 
 def fuse_module(module: ModuleOp, budget: int | None = None) -> None:
-    """Fuse in every block, loop bodies and branches included; `budget` bounds the function's own block."""
+    """Fuse in every block, loop bodies and branches included; `budget` bounds the function's own
+    block, and each nested block's own peak bounds it (`OWN_PEAK`)."""
     for inner in module.walk():
         if isinstance(inner, jx.FusedOp):
             continue
         for region in inner.regions:
             for block in region.blocks:
-                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else None)
+                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else OWN_PEAK)
