@@ -106,8 +106,10 @@ _EXPENSIVE = frozenset(
 computes one of them twice to save memory."""
 
 OWN_PEAK = object()
-"""The budget of a nested block: its own peak before fusion. Its plan takes that many bytes (besides
-its regions') whatever the other steps hold, so a step may rise up to it."""
+"""A nested block's budget: its own peak before fusion, for longer lives of values of one aligned slot
+(the scalars of a solver's step, whose chains XLA fuses whatever the memory). A longer life of a
+larger value may cost a loop's ring a slot, or `jx-schedule` its best order: those leave every step
+as full as before."""
 
 MAX_DUPLICATED = 3
 """The longest chain of ops one fusion recomputes from a value other fusions also read."""
@@ -133,7 +135,8 @@ class _Lives:
             self.live[start] += _bytes(v)
             self.live[last + 1] -= _bytes(v)
         self.live = list(accumulate(self.live))
-        if budget is OWN_PEAK:
+        self.small_only = budget is OWN_PEAK
+        if self.small_only:
             self.budget = max(self.live, default=0)
 
     def storage(self, value: SSAValue) -> SSAValue | None:
@@ -174,16 +177,18 @@ class _Lives:
             if last > self.end[v] and v.owner not in moved:
                 change[self.end[v] + 1] += _bytes(v)
                 change[last + 1] -= _bytes(v)
-        rising, total = [False] * n, 0
+        rising, above, total = [False] * n, [False] * n, 0  # over the limit; over what it held before
         for i, op in enumerate(self.ops):
             total += change[i]
             limit = 0 if self.budget is None or op.regions else self.budget - self.live[i]
             rising[i] = total > limit and op not in moved
+            above[i] = total > 0 and op not in moved
         culprits = set()
         for op, into in moved.items():
             reach = max(self.position[r] for r in into)
             for v in self.reads[self.position[op]]:
-                if any(rising[s] for s in range(self.end[v] + 1, reach + 1)):
+                steps = above if self.small_only and _bytes(v) > SLOT else rising
+                if any(steps[s] for s in range(self.end[v] + 1, reach + 1)):
                     culprits.add(op)
         return culprits
 
@@ -192,7 +197,11 @@ def _shape(op: Operation) -> tuple[int, ...]:
     return op.results[0].type.get_shape()
 
 
-def _bytes(value: SSAValue, alignment: int = 64) -> int:
+SLOT = 64
+"""The alignment the bound counts values in: the default of the plan."""
+
+
+def _bytes(value: SSAValue, alignment: int = SLOT) -> int:
     return -(-byte_size(value.type) // alignment) * alignment
 
 
