@@ -12,9 +12,9 @@ Every reader of a member is a member. A cheap member read by several fusible ops
 each of their groups, computed again in each, as XLA duplicates a producer into its consumers. The
 fused op takes the place of the group's last op; the others move down to it, which is safe for pure
 ops but lengthens the lives of their operands by the ops they skip: where a move would make a step
-hold more than the bound before fusion (in a loop body or a branch, more than the block's own peak),
-the chain is cut at its last moved link, which stays where it is as a fusion of the links before
-it, so fusion never raises the bound.
+hold more than the bound before fusion (in a loop body or a branch, where the longer life is a
+value of one aligned slot: more than the block's own peak), the chain is cut at its last moved link,
+which stays where it is as a fusion of the links before it, so fusion never raises the bound.
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ class FusePass(ModulePass):
 
 def fuse_module(module: ModuleOp, budget: int | None = None) -> None:
     """Fuse in every block, loop bodies and branches included; `budget` bounds the function's own
-    block, and each nested block's own peak bounds it (`OWN_PEAK`)."""
+    block, and each nested block's own peak the longer lives of its one-slot values (`OWN_PEAK`)."""
     for inner in module.walk():
         if isinstance(inner, jx.FusedOp):
             continue
