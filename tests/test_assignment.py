@@ -151,6 +151,38 @@ def test_an_inner_rotation_in_an_outer_loop_is_read_where_it_lies(count):
     assert planned.plan(jnp.arange(4.0)).check().copies == ()
 
 
+def _rotations_of(kind: str, count: int):
+    """An outer loop carrying `count` values through an inner loop of five rounds that rotates them:
+    a `while_loop` with a counter, a `fori_loop` computing two of them, or inside a `while_loop`."""
+
+    def rotate(c):
+        return (*c[1:], c[0] * 0.5 + jnp.sin(c[-1]))
+
+    def inner(carry):
+        if kind == "inner while":
+            return lax.while_loop(lambda s: s[0] < 5, lambda s: (s[0] + 1, rotate(s[1])), (0, carry))[1]
+        if kind == "two computed":
+            return lax.fori_loop(0, 5, lambda _, c: (*c[2:], c[0] * 0.5 + jnp.sin(c[1]), c[1] - 0.1 * c[0]), carry)
+        return lax.fori_loop(0, 5, lambda _, c: rotate(c), carry)
+
+    def rotations(x):
+        init = tuple(x + k for k in range(count))
+        if kind == "outer while":
+            return lax.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, inner(s[1])), (0, init))[1]
+        return lax.fori_loop(0, 3, lambda _, c: inner(c), init)
+
+    return rotations
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("count", [2, 4])
+@pytest.mark.parametrize("kind", ["inner while", "two computed", "outer while"])
+def test_inner_rotations_of_every_kind_are_read_where_they_lie(kind, count, mode):
+    rotations = _rotations_of(kind, count)
+    planned = check_program(rotations, jnp.arange(4.0), mode=mode, name=f"{kind} of {count}")
+    assert planned.last_run.copied_bytes == 0
+
+
 def test_no_corpus_loop_copies_anything_between_rounds():
     loops = 0
     for program in PROGRAMS:
