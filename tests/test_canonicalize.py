@@ -314,6 +314,28 @@ def test_a_diffrax_solve_keeps_no_value_of_equinox_markers():
     _checked(diffrax_neural_ode, *args)
 
 
+def test_a_copy_of_a_value_its_block_computes_goes_unless_the_block_hands_on_both():
+    def fn(x):
+        t, kept = jnp.tanh(x), jnp.sin(x)
+        return jnp.copy(t), t * 2.0, kept, jnp.copy(kept)
+
+    def looped(x):
+        def body(_, carry):
+            a, b = carry
+            t = jnp.tanh(a)
+            return jnp.copy(t), t * b
+
+        return lax.fori_loop(0, 3, body, (x, x + 1.0))
+
+    module, _ = _lowered(fn, X)
+    (copy,) = [op for op in module.walk() if _is_prim(op, "copy")]
+    assert _is_prim(copy.args[0].owner, "sin")  # the function hands on sin(x) and its copy: two values
+    module, _ = _lowered(looped, X)
+    assert "copy" not in _primitives(module)
+    _checked(fn, X)
+    _checked(looped, X)
+
+
 # --- the programs it changes ----------------------------------------------------------------------
 
 

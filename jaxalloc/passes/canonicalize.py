@@ -438,8 +438,8 @@ class ReductionOfUnitDims(RewritePattern):
 @dataclass
 class DropIdentities(RewritePattern):
     """`stop_gradient` only matters to differentiation, which is over once a program is traced, and
-    `copy` (`jnp.array(x)`, `x.copy()`) lowers to its operand, so XLA makes no copy where nothing
-    else reads the operand."""
+    `copy` (`jnp.array(x)`, `x.copy()`) lowers to its operand, so XLA makes no copy of a value its
+    block computes, unless the block hands on both."""
 
     rebind: Rebinder
 
@@ -489,12 +489,18 @@ def _reduction_binding(name: str, shape: tuple[int, ...], dtype):
 
 
 def _only_reader(op: Operation) -> bool:
-    """Whether `op` is the one reader of its operand, an op's result: the copy then stands in for a
-    value whose memory is free from then on. A copy of a value read elsewhere too (an argument, a
-    constant, a value a loop also carries) is where the program keeps two of them, as XLA's copy
-    insertion would."""
+    """Whether `op` copies a value nothing else reads, or one its own block computes and does not also
+    hand on: reading that value instead changes no result and never yields one value twice. A copy of a value from
+    elsewhere (an argument, a constant, a value a loop carries or an enclosing block computes), or
+    of one the block yields too, is where the program keeps two of them, as XLA's copy insertion
+    would."""
     source = op.args[0]
-    return isinstance(source.owner, Operation) and not isinstance(source.owner, jx.ConstOp) and len(_users(source)) == 1
+    if not isinstance(source.owner, Operation) or isinstance(source.owner, jx.ConstOp):
+        return False
+    if len(_users(source)) == 1:
+        return True
+    block = op.parent_block()
+    return source.owner.parent_block() is block and source not in block.last_op.operands
 
 
 PATTERNS = (
