@@ -486,15 +486,14 @@ class CompiledFunctions(ArenaFunctions):
         try:
             yielded = self.run_block(interpreter, op.body.block, state)
             ring = [k for k, g in enumerate(rings) if g.slots and not g.yielded]
-            due = [k for k in ring if _due(rings[k], round_ + 1) is True]
+            due = {k: _due(rings[k], round_ + 1) for k in ring}
+            now = [k for k in ring if due[k] is True]
             # values due in their slots move together, every source read before any is written over
-            carried = replace(yielded, due, self.move(
-                [yielded[k] for k in due], [layouts[k] for k in due], [self._next[k] for k in due]
+            carried = replace(yielded, now, self.move(
+                [yielded[k] for k in now], [layouts[k] for k in now], [self._next[k] for k in now]
             ))
-            later = [k for k in ring if k not in due]
-            carried = replace(carried, later, [
-                self.place(carried[k], layouts[k], self._next[k], _due(rings[k], round_ + 1)) for k in later
-            ])
+            later = [k for k in ring if due[k] is not True]
+            carried = replace(carried, later, [self.place(carried[k], layouts[k], self._next[k], due[k]) for k in later])
         finally:
             self._next, self._rings = outer
         return self.arrive(rings, round_ + 1, inits, carried, layouts)

@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import Binding, BindTable, printable_params
 from jaxalloc.frontend.types import dtype_of
-from jaxalloc.passes.dead_code import remove_dead_code
+from jaxalloc.passes.dead_code import DeadCodePass
 
 UNREADABLE = object()
 """A parameter whose printed form does not parse back (IR read from text): no rewrite uses it."""
@@ -446,7 +446,7 @@ class DropIdentities(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not _is(op, "stop_gradient", "copy") or len(op.args) != 1 or op.args[0].type != op.res[0].type:
             return
-        if _is(op, "stop_gradient") or _only_reader(op):
+        if _is(op, "stop_gradient") or _copy_droppable(op):
             _replace(rewriter, op, op.args[0])
 
 
@@ -488,12 +488,12 @@ def _reduction_binding(name: str, shape: tuple[int, ...], dtype):
     return eqn.primitive, dict(eqn.params)
 
 
-def _only_reader(op: Operation) -> bool:
-    """Whether `op` copies a value nothing else reads, or one its own block computes and does not also
-    hand on: reading that value instead changes no result and never yields one value twice. A copy of a value from
-    elsewhere (an argument, a constant, a value a loop carries or an enclosing block computes), or
-    of one the block yields too, is where the program keeps two of them, as XLA's copy insertion
-    would."""
+def _copy_droppable(op: Operation) -> bool:
+    """Whether `op` copies a value nothing else reads, or one its own block computes and does not
+    also hand on: reading that value instead changes no result and never yields one value twice. A
+    copy of a value from elsewhere (an argument, a constant, a value a loop carries or an enclosing
+    block computes), or of one the block yields too, is where the program keeps two of them, as
+    XLA's copy insertion would."""
     source = op.args[0]
     if not isinstance(source.owner, Operation) or isinstance(source.owner, jx.ConstOp):
         return False
@@ -526,9 +526,7 @@ def canonicalize(module: ModuleOp, table: BindTable | None = None, patterns=PATT
     rebind = Rebinder.of(module, table)
     applier = GreedyRewritePatternApplier([pattern(rebind) for pattern in patterns], dce_enabled=False)
     PatternRewriteWalker(applier, apply_recursively=True).rewrite_module(module)
-    for func in module.ops:
-        if isinstance(func, jx.FuncOp):
-            remove_dead_code(func)
+    DeadCodePass().apply(Context(), module)
 
 
 @dataclass(frozen=True)

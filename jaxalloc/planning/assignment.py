@@ -414,8 +414,7 @@ class _BlockPlanner:
                         continue  # a case result holding a branch's one-slot ring
                     return False
                 carry = self.plan.carries[loop][loop.results.index(v)]
-                known = loop.rounds is not None and loop.rounds.data >= len(carry.initial)
-                inits = [] if known else [loop.operands[q] for q in carry.initial]
+                inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
                 if carry.passed or not all(self.computed_into(i, parent) for i in inits):
                     return False
         return True
@@ -592,8 +591,8 @@ def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: Block
     elif isinstance(value.owner, jx.WhileOp) and into is not None and plan.placed_in.get(value) is into:
         loop = value.owner  # an inner loop's ring in the next view: or an init operand read in place
         carry = plan.carries[loop][loop.results.index(value)]
-        if loop.rounds is not None and loop.rounds.data >= len(carry.initial):
-            return set()  # it runs past the init operands: always in its ring
+        if _past_inits(loop, carry):
+            return set()  # always in its ring
         parts = [_view_sources(loop.operands[q], arg, block, plan, body, into, False) for q in carry.initial]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
@@ -624,7 +623,7 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
     loop = value.owner
     if isinstance(loop, jx.WhileOp) and loop in plan.carries:
         carry = plan.carries[loop][loop.results.index(value)]
-        if loop.rounds is not None and loop.rounds.data >= len(carry.initial):
+        if _past_inits(loop, carry):
             return []  # always in its ring
         if carry.repeat and not carry.passed:
             return [loop.operands[q] for q in carry.initial]
@@ -636,6 +635,12 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
         if handed and not any(_inside(v, case.branches[b].block) for b, v in zip(plan.phis[case][k], handed)):
             return handed
     return None
+
+
+def _past_inits(loop: jx.WhileOp, carry: Carry) -> bool:
+    """Whether `loop` says it runs at least as many rounds as `carry` reads init operands in place:
+    its result at that position is then always in its ring."""
+    return loop.rounds is not None and loop.rounds.data >= len(carry.initial)
 
 
 def _computed_in(value: SSAValue, block: Block) -> bool:
