@@ -227,7 +227,9 @@ class CompiledFunctions(ArenaFunctions):
         """The value of `layout` at byte `offset` of the arena."""
         width = self.word.itemsize
         words = (read_bytes if fenced else _slice)(self.bytes, self.base + offset // width, -(-layout.nbytes // width))
-        return from_words(_pinned(words) if pinned else words, layout)
+        if pinned:
+            words = _pinned(words, jnp.broadcast_to(lax.convert_element_type(self.base, words.dtype), words.shape))
+        return from_words(words, layout)
 
     @property
     def threaded(self) -> tuple:
@@ -531,13 +533,14 @@ def _spreads(op: Operation, position: int) -> bool:
     return not isinstance(op, jx.PrimOp) or op.primitive.data in SPREADING
 
 
-def _pinned(words: jax.Array, zeros: jax.Array | None = None) -> jax.Array:
+def _pinned(words: jax.Array, zeros: jax.Array) -> jax.Array:
     """`words` read once into a buffer of their own. XLA copies a cheap read of the arena into every
     op that uses it; where two writes use one read, the second would read bytes the first has
     already overwritten in place, so XLA would copy the whole arena to keep them. A reduction is
-    never copied into its users, and XLA cannot see that this one changes nothing."""
-    zeros = jnp.zeros_like(words) if zeros is None else zeros
-    return lax.reduce(jnp.stack([words, zeros]), words.dtype.type(0), lax.bitwise_or, (0,))
+    never copied into its users, and XLA cannot see that this one changes nothing: `zeros` are
+    made from `base`. Each word is reduced with its zero along the minor axis of the pair: on the
+    GPU, the same reduction along the major axis still left two copies of the arena in a kernel."""
+    return lax.reduce(jnp.stack([words, zeros], axis=1), words.dtype.type(0), lax.bitwise_or, (1,))
 
 
 def _slice(arena: jax.Array, start, count: int) -> jax.Array:
