@@ -120,16 +120,32 @@ def _rotating(x):
     return lax.fori_loop(0, 7, body, (x, x + 1.0, x * 2.0))
 
 
+def _small_operands(x, i):
+    """Ops of several small operands in the arena, read together: one read twice, one read as the
+    operand of an indexed op whose start is out of range (clamped to the value, not the arena)."""
+
+    def body(k, carry):
+        a, b = carry
+        s = a * a + b
+        t = jnp.where(s > b, s, a)
+        window = lax.dynamic_slice(t, (k * 3 + i,), (2,))
+        return jnp.tanh(t) + 0.1 * jnp.sum(window), 0.5 * b + t
+
+    return lax.fori_loop(0, 6, body, (x, x + 1.0))
+
+
 @pytest.mark.parametrize("passes", [("jx-dce",), DEFAULT_PASSES], ids=["own ops", "pipeline"])
 @pytest.mark.parametrize("fn, args", [
     (_gates, (jnp.eye(8, 32) * 0.3, jnp.linspace(-1.0, 1.0, 4 * 8).reshape(4, 8))),
     (_filled, (jnp.linspace(-1.0, 1.0, 24),)),
     (_rotating, (jnp.linspace(-1.0, 1.0, 24),)),
-], ids=["several results", "broadcasts and constants", "rotating loop"])
+    (_small_operands, (jnp.linspace(-1.0, 1.0, 8), jnp.int32(1))),
+], ids=["several results", "broadcasts and constants", "rotating loop", "small operands"])
 def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     """XLA copies the arena wherever it repeats a read in a later write, or a write that looks cheap
     in a later read (see `execution/compiled.py`): the first two programs have such reads and
-    writes, the third moves values between the slots of a loop."""
+    writes, the third moves values between the slots of a loop, the fourth reads small operands
+    together."""
     planned = check_program(fn, *args, mode="compiled", name=fn.__name__, passes=passes)
     kernel = _kernel(planned)
     assert kernel.arena.dtype == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words

@@ -30,7 +30,10 @@ Honest memory: XLA must update the arena in place and keep values where the plan
 - A read of the arena by an op that indexes into its operand (`dynamic_slice`, `gather`,
   `scatter`: `INDEXED`) is behind a barrier of its own (`arena.read_bytes`), so XLA cannot merge
   the arena slice with the op's own index (the merged slice would clamp its start to the arena,
-  not to the value); other ops read the arena unfenced, and XLA fuses the read into them.
+  not to the value); other ops read the arena unfenced.
+- XLA fuses no read of the arena into a kernel that writes the arena in place, so each read is a
+  kernel of its own: the small operands of one op are read together, one pinned buffer of their
+  words (`read_operands`), which XLA cannot merge with an index of the op's own either.
 `benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp.
 
 A loop's condition runs at the end of the body that precedes it (and once before the loop), so
@@ -227,9 +230,30 @@ class CompiledFunctions(ArenaFunctions):
         """The value of `layout` at byte `offset` of the arena."""
         width = self.word.itemsize
         words = (read_bytes if fenced else _slice)(self.bytes, self.base + offset // width, -(-layout.nbytes // width))
-        if pinned:
-            words = _pinned(words, jnp.broadcast_to(lax.convert_element_type(self.base, words.dtype), words.shape))
-        return from_words(words, layout)
+        return from_words(self.pin(words) if pinned else words, layout)
+
+    def pin(self, words: jax.Array) -> jax.Array:
+        """`_pinned`, with zeros made from `base`."""
+        return _pinned(words, jnp.broadcast_to(lax.convert_element_type(self.base, words.dtype), words.shape))
+
+    def read_operands(self, values: Sequence[Any], layouts: Sequence[Layout], fenced: bool, pinned: bool) -> tuple:
+        """The operands of one op. Small ones (`GROUPED_READ_BYTES`) in the arena at more than one
+        place are read together, one buffer of their words (`_pinned`), in one kernel instead of
+        one each (see the module docstring). The pinned buffer also keeps XLA from merging a read
+        with the op's own index (`INDEXED`)."""
+        grouped = {(_identity(v), layout): v.offset for v, layout in zip(values, layouts)
+                   if isinstance(v, At) and layout.nbytes <= GROUPED_READ_BYTES}
+        if len(grouped) < 2:
+            return tuple(self.read(v, layout, fenced, pinned) for v, layout in zip(values, layouts))
+        width = self.word.itemsize
+        counts = [-(-layout.nbytes // width) for _, layout in grouped]
+        words = self.pin(jnp.concatenate([
+            _slice(self.bytes, self.base + offset // width, n) for offset, n in zip(grouped.values(), counts)
+        ]))
+        starts = np.cumsum([0, *counts])
+        loaded = {key: from_words(words[a:b], key[1]) for key, a, b in zip(grouped, starts, starts[1:])}
+        return tuple(loaded[key] if (key := (_identity(v), layout)) in loaded else self.read(v, layout, fenced, pinned)
+                     for v, layout in zip(values, layouts))
 
     @property
     def threaded(self) -> tuple:
@@ -358,8 +382,7 @@ class CompiledFunctions(ArenaFunctions):
                 return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
         fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
         pinned = sum(p is not None for p in places) > 1
-        inputs = tuple(self.read(v, l, fenced, pinned) for v, l in zip(args, layout.inputs))
-        results = binding.bind(*inputs)
+        results = binding.bind(*self.read_operands(args, layout.inputs, fenced, pinned))
         outside = not any(isinstance(v, At | Either) for v in args)
         return tuple(r if p is None else self.write(r, l, p, spread=outside or _spreads(op, k))
                      for k, (r, p, l) in enumerate(zip(results, places, layout.outputs)))
@@ -518,6 +541,12 @@ INDEXED = frozenset(
 )
 """Primitives that clamp or drop indices into an operand: XLA's simplifier would merge the slice of
 the arena that reads the operand with them, and clamp to the arena instead (`arena.read_bytes`)."""
+
+
+GROUPED_READ_BYTES = 1024
+"""Operands of at most this size are read together (`read_operands`): for them a kernel costs more
+than copying their bytes, where a larger operand is read where it lies (XLA hands a slice of the
+arena to a matrix product without a copy)."""
 
 
 SPREADING = frozenset({"broadcast_in_dim", "iota"})
