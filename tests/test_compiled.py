@@ -134,22 +134,62 @@ def _small_operands(x, i):
     return lax.fori_loop(0, 6, body, (x, x + 1.0))
 
 
+def _stacked(xs, i, column: bool = True):
+    """A scan that stacks a row a round (`dynamic_update_slice` in place, its first round out of
+    the init operand), read back a row at a time from starts some of which are out of range, and
+    a column (no run of words: the whole value read), then a buffer updated at clamped starts."""
+
+    def step(h, x):
+        h = jnp.tanh(h + x)
+        return h, h
+
+    _, hs = lax.scan(step, jnp.zeros(xs.shape[1:]), xs)
+
+    def read(k, acc):
+        row = lax.dynamic_slice(hs, (k * 2 + i, 0, 0), (1, *hs.shape[1:]))
+        acc = acc + jnp.sin(row).sum()
+        return acc + lax.dynamic_slice(hs, (0, 0, k), (hs.shape[0], 1, 1)).sum() if column else acc
+
+    def update(k, buffer):
+        return lax.dynamic_update_slice(buffer, jnp.full((2, hs.shape[2]), k, hs.dtype), (k * 3 - i, 0))
+
+    buffer = lax.fori_loop(0, 5, update, jnp.zeros(hs.shape[1:]))
+    return lax.fori_loop(0, hs.shape[0], read, 0.0), buffer
+
+
+STACKED_ARGS = (jnp.linspace(-1.0, 1.0, 16 * 4 * 8).reshape(16, 4, 8), jnp.int32(3))
+
+
 @pytest.mark.parametrize("passes", [("jx-dce",), DEFAULT_PASSES], ids=["own ops", "pipeline"])
 @pytest.mark.parametrize("fn, args", [
     (_gates, (jnp.eye(8, 32) * 0.3, jnp.linspace(-1.0, 1.0, 4 * 8).reshape(4, 8))),
     (_filled, (jnp.linspace(-1.0, 1.0, 24),)),
     (_rotating, (jnp.linspace(-1.0, 1.0, 24),)),
     (_small_operands, (jnp.linspace(-1.0, 1.0, 8), jnp.int32(1))),
-], ids=["several results", "broadcasts and constants", "rotating loop", "small operands"])
+    (_stacked, STACKED_ARGS),
+], ids=["several results", "broadcasts and constants", "rotating loop", "small operands", "stacked rows"])
 def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     """XLA copies the arena wherever it repeats a read in a later write, or a write that looks cheap
     in a later read (see `execution/compiled.py`): the first two programs have such reads and
     writes, the third moves values between the slots of a loop, the fourth reads small operands
-    together."""
+    together, the fifth reads and writes windows of values in the arena."""
     planned = check_program(fn, *args, mode="compiled", name=fn.__name__, passes=passes)
     kernel = _kernel(planned)
     assert kernel.arena.dtype == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words
     assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
+
+
+def test_a_scan_reads_and_writes_one_row_of_its_stacked_values_a_round():
+    """No loop body of the kernel holds a copy of the whole stacked value: each round reads or
+    writes its row in the arena (the first round's copy of the init operand is a branch of its own)."""
+    xs, i = STACKED_ARGS
+    planned = jaxalloc.planned(lambda xs, i: _stacked(xs, i, column=False)[0], mode="compiled")
+    planned(xs, i)
+    hlo = _kernel(planned).executable([xs, i]).as_text()
+    bodies = set(re.findall(r"while\(.*body=%([\w.-]+)", hlo))
+    computations = {text.split(" ", 1)[0][1:]: text for text in re.split(r"\n(?=%)", hlo)}
+    whole = f"u32[{xs.size}]"
+    assert bodies and not [b for b in bodies if whole in computations[b]]
 
 
 def _nested_rotation(x):

@@ -34,6 +34,10 @@ Honest memory: XLA must update the arena in place and keep values where the plan
 - XLA fuses no read of the arena into a kernel that writes the arena in place, so each read is a
   kernel of its own: the small operands of one op are read together, one pinned buffer of their
   words (`read_operands`), which XLA cannot merge with an index of the op's own either.
+- A `dynamic_slice` of a value in the arena, or a `dynamic_update_slice` of one in place, reads
+  or writes only its window where that is one run of words (`window`), at the start the op
+  clamps to, computed into the value: reading the whole value would copy all of it, in a scan
+  each round for each stacked value.
 `benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp.
 
 A loop's condition runs at the end of the body that precedes it (and once before the loop), so
@@ -48,6 +52,7 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -267,14 +272,17 @@ class CompiledFunctions(ArenaFunctions):
     def write(self, value: jax.Array, layout: Layout, offset, spread: bool = False) -> At:
         """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
         would take that write for a cheap one, it is made dearer: see the module docstring."""
-        start = self.base + offset // self.word.itemsize
         words = to_words(value, layout, self.word)
         if words.size == 1 and self.paddable:  # the other word is the slot's own padding
             words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
+        self.put(words, self.base + offset // self.word.itemsize, spread)
+        return At(offset)
+
+    def put(self, words: jax.Array, start, spread: bool) -> None:
+        """Write `words` at word `start`, pinned first where they may be a broadcast."""
         if spread and words.size > 1:  # the slot's words, masked with the zero XLA cannot see
             words = _pinned(words, _slice(self.bytes, start, words.size) & lax.convert_element_type(self.base, words.dtype))
         self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
-        return At(offset)
 
     def count(self, nbytes) -> None:
         low, high = self.copied
@@ -380,12 +388,58 @@ class CompiledFunctions(ArenaFunctions):
                 return (source,)  # the operand's bytes, read as the result's type
             if isinstance(source, Either):
                 return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
+        window = self.window(op, args, places, layout)
+        if window is not None:
+            return window
         fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
         pinned = sum(p is not None for p in places) > 1
         results = binding.bind(*self.read_operands(args, layout.inputs, fenced, pinned))
         outside = not any(isinstance(v, At | Either) for v in args)
         return tuple(r if p is None else self.write(r, l, p, spread=outside or _spreads(op, k))
                      for k, (r, p, l) in enumerate(zip(results, places, layout.outputs)))
+
+    def window(self, op: Operation, args: PythonValues, places: Sequence[Any], layout) -> tuple | None:
+        """A `dynamic_slice` of a value in the arena, or a `dynamic_update_slice` of one in place,
+        whose window is one run of whole words: only the window is read or written, at the start
+        the op would clamp to (`_window_start`), where reading the whole value would copy it. In
+        a scan, each round reads or writes one row of the stacked values. None for any other op."""
+        if not (isinstance(op, jx.PrimOp) and op.primitive.data in WINDOWED and isinstance(args[0], At)):
+            return None
+        whole, source = layout.inputs[0], args[0].offset
+        width, element = self.word.itemsize, whole.stored_dtype.itemsize
+        if whole.key_impl is not None or whole.dtype.kind == "c" or element % width:
+            return None
+        reads = op.primitive.data == "dynamic_slice"
+        sizes, window = (self.binding(op).params["slice_sizes"], layout.outputs[0]) if reads else (layout.inputs[1].shape, layout.inputs[1])
+        if len(sizes) != len(whole.shape) or not _contiguous(whole.shape, sizes) or math.prod(sizes) * element < 2 * width:
+            return None
+        if not reads:
+            if places[0] is None or isinstance(source, int) and isinstance(places[0], int) and source != places[0]:
+                return None  # out of place in every round: the op reads the whole value
+            if not _same(source, places[0]):  # a loop's first round reads its init operand elsewhere
+                self.relocate(source, places[0], whole)
+        operands = self.read_operands(args[1:], layout.inputs[1:], False, False)
+        start = self.base + (source if reads else places[0]) // width
+        start = start + _window_start(whole.shape, sizes, operands[-len(sizes):]) * (element // width)
+        if reads:
+            value = from_words(_slice(self.bytes, start, math.prod(sizes) * element // width), window)
+            return (value if places[0] is None else self.write(value, window, places[0]),)
+        self.put(to_words(operands[0], window, self.word), start, spread=not isinstance(args[1], At | Either))
+        return (At(places[0]),)
+
+    def relocate(self, source, place, layout: Layout) -> None:
+        """The value of `layout` at byte `source` copied to `place` in a round where they differ,
+        as a loop's first round reads its init operand where a later round's value lies in the
+        loop's own slot. A `lax.cond` over all that ops thread, as `switch` does: one over the arena
+        alone, with its offsets computed outside the branches, made XLA copy the arena."""
+        width = self.word.itemsize
+
+        def copy(threaded):
+            arena, copied, wrong_rounds, base = threaded
+            words = _slice(arena, base + source // width, -(-layout.nbytes // width))
+            return lax.dynamic_update_slice(arena, words, (base + place // width,), allow_negative_indices=False), copied, wrong_rounds, base
+
+        self.threaded = lax.cond(source == place, lambda threaded: threaded, copy, self.threaded)
 
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
@@ -541,6 +595,31 @@ INDEXED = frozenset(
 )
 """Primitives that clamp or drop indices into an operand: XLA's simplifier would merge the slice of
 the arena that reads the operand with them, and clamp to the arena instead (`arena.read_bytes`)."""
+
+
+WINDOWED = frozenset({"dynamic_slice", "dynamic_update_slice"})
+"""Primitives that read or write a window of a value in the arena (`CompiledFunctions.window`)."""
+
+
+def _contiguous(shape: Sequence[int], sizes: Sequence[int]) -> bool:
+    """Whether a window of `sizes` is one run of a row-major value of `shape`: ones, then any size,
+    then whole dimensions."""
+    k = next((j for j, n in enumerate(sizes) if n != 1), len(sizes))
+    return all(n == m for n, m in zip(sizes[k + 1:], shape[k + 1:]))
+
+
+def _window_start(shape: Sequence[int], sizes: Sequence[int], starts: Sequence[jax.Array]) -> jax.Array:
+    """The window's first element, counted in the value's elements: each start clamped as
+    `dynamic_slice` clamps it, into the value (not into the arena)."""
+    index = jnp.int32(0)
+    for n, size, start, stride in zip(shape, sizes, starts, _strides(shape)):
+        if size < n:
+            index = index + jnp.clip(lax.convert_element_type(start, jnp.int32), 0, n - size) * stride
+    return index
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[j + 1:]) for j in range(len(shape))]
 
 
 GROUPED_READ_BYTES = 1024
