@@ -612,14 +612,10 @@ def _window_start(shape: Sequence[int], sizes: Sequence[int], starts: Sequence[j
     """The window's first element, counted in the value's elements: each start clamped as
     `dynamic_slice` clamps it, into the value (not into the arena)."""
     index = jnp.int32(0)
-    for n, size, start, stride in zip(shape, sizes, starts, _strides(shape)):
+    for j, (n, size, start) in enumerate(zip(shape, sizes, starts)):
         if size < n:
-            index = index + jnp.clip(lax.convert_element_type(start, jnp.int32), 0, n - size) * stride
+            index = index + jnp.clip(lax.convert_element_type(start, jnp.int32), 0, n - size) * math.prod(shape[j + 1:])
     return index
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    return [math.prod(shape[j + 1:]) for j in range(len(shape))]
 
 
 GROUPED_READ_BYTES = 1024
