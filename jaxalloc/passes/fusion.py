@@ -183,12 +183,13 @@ class _Lives:
             limit = 0 if self.budget is None or op.regions else self.budget - self.live[i]
             rising[i] = total > limit and op not in moved
             above[i] = total > 0 and op not in moved
+        rising_before, above_before = list(accumulate(rising, initial=0)), list(accumulate(above, initial=0))
         culprits = set()
         for op, into in moved.items():
             reach = max(self.position[r] for r in into)
             for v in self.reads[self.position[op]]:
-                steps = above if self.small_only and _bytes(v) > SLOT else rising
-                if any(steps[s] for s in range(self.end[v] + 1, reach + 1)):
+                before = above_before if self.small_only and _bytes(v) > SLOT else rising_before
+                if before[reach + 1] > before[self.end[v] + 1]:  # such a step in end[v] + 1 .. reach
                     culprits.add(op)
         return culprits
 
