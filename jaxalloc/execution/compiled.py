@@ -417,6 +417,8 @@ class CompiledFunctions(ArenaFunctions):
             if places[0] is None or isinstance(source, int) and isinstance(places[0], int) and source != places[0]:
                 return None  # out of place in every round: the op reads the whole value
             if not _same(source, places[0]):  # a loop's first round reads its init operand elsewhere
+                if jax.default_backend() != "cpu":
+                    return None  # see `relocate`
                 self.relocate(source, places[0], whole)
         operands = self.read_operands(args[1:], layout.inputs[1:], False, False)
         start = self.base + (source if reads else places[0]) // width
@@ -431,7 +433,9 @@ class CompiledFunctions(ArenaFunctions):
         """The value of `layout` at byte `source` copied to `place` in a round where they differ,
         as a loop's first round reads its init operand where a later round's value lies in the
         loop's own slot. A `lax.cond` over all that ops thread, as `switch` does: one over the arena
-        alone, with its offsets computed outside the branches, made XLA copy the arena."""
+        alone, with its offsets computed outside the branches, made XLA copy the arena. On the CPU
+        only: XLA's GPU runtime reads a conditional's predicate back to the host to choose the
+        branch, a round trip each round that costs more than the device's copy of the value."""
         width = self.word.itemsize
 
         def copy(threaded):
