@@ -192,7 +192,8 @@ def _rows(xs, i):
 @pytest.mark.parametrize("fn", [
     pytest.param(_rows, id="rows"),
     pytest.param(lambda xs, i: _stacked(xs, i, column=False)[0], id="scan", marks=pytest.mark.skipif(
-        jax.default_backend() != "cpu", reason="on the GPU a loop's first round of an in-place update reads the whole value each round (`relocate`)",
+        jax.default_backend() != "cpu",
+        reason="off the CPU an in-place update whose first round reads its init operand elsewhere reads the whole value (`relocate`)",
     )),
 ])
 def test_a_loop_reads_and_writes_one_row_of_a_value_a_round(fn):

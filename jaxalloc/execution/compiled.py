@@ -410,7 +410,8 @@ class CompiledFunctions(ArenaFunctions):
         if whole.key_impl is not None or whole.dtype.kind == "c" or element % width:
             return None
         reads = op.primitive.data == "dynamic_slice"
-        sizes, window = (self.binding(op).params["slice_sizes"], layout.outputs[0]) if reads else (layout.inputs[1].shape, layout.inputs[1])
+        window = layout.outputs[0] if reads else layout.inputs[1]
+        sizes = self.binding(op).params["slice_sizes"] if reads else window.shape
         if len(sizes) != len(whole.shape) or not _contiguous(whole.shape, sizes) or math.prod(sizes) * element < 2 * width:
             return None
         if not reads:
@@ -441,7 +442,8 @@ class CompiledFunctions(ArenaFunctions):
         def copy(threaded):
             arena, copied, wrong_rounds, base = threaded
             words = _slice(arena, base + source // width, -(-layout.nbytes // width))
-            return lax.dynamic_update_slice(arena, words, (base + place // width,), allow_negative_indices=False), copied, wrong_rounds, base
+            arena = lax.dynamic_update_slice(arena, words, (base + place // width,), allow_negative_indices=False)
+            return arena, copied, wrong_rounds, base
 
         self.threaded = lax.cond(source == place, lambda threaded: threaded, copy, self.threaded)
 
