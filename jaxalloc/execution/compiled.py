@@ -412,7 +412,8 @@ class CompiledFunctions(ArenaFunctions):
         reads = op.primitive.data == "dynamic_slice"
         window = layout.outputs[0] if reads else layout.inputs[1]
         sizes = self.binding(op).params["slice_sizes"] if reads else window.shape
-        if len(sizes) != len(whole.shape) or not _contiguous(whole.shape, sizes) or math.prod(sizes) * element < 2 * width:
+        nbytes = math.prod(sizes) * element
+        if len(sizes) != len(whole.shape) or not _contiguous(whole.shape, sizes) or nbytes < 2 * width:
             return None
         if not reads:
             if places[0] is None or isinstance(source, int) and isinstance(places[0], int) and source != places[0]:
@@ -425,7 +426,7 @@ class CompiledFunctions(ArenaFunctions):
         start = self.base + (source if reads else places[0]) // width
         start = start + _window_start(whole.shape, sizes, operands[-len(sizes):]) * (element // width)
         if reads:
-            value = from_words(_slice(self.bytes, start, math.prod(sizes) * element // width), window)
+            value = from_words(_slice(self.bytes, start, nbytes // width), window)
             return (value if places[0] is None else self.write(value, window, places[0]),)
         self.put(to_words(operands[0], window, self.word), start, spread=not isinstance(args[1], At | Either))
         return (At(places[0]),)
@@ -433,19 +434,18 @@ class CompiledFunctions(ArenaFunctions):
     def relocate(self, source, place, layout: Layout) -> None:
         """The value of `layout` at byte `source` copied to `place` in a round where they differ,
         as a loop's first round reads its init operand where a later round's value lies in the
-        loop's own slot. A `lax.cond` over all that ops thread, as `switch` does: one over the arena
-        alone, with its offsets computed outside the branches, made XLA copy the arena. On the CPU
-        only: XLA's GPU runtime reads a conditional's predicate back to the host to choose the
-        branch, a round trip each round that costs more than the device's copy of the value."""
+        loop's own slot: a `switch` over all that ops thread (a `lax.cond` over the arena alone,
+        with its offsets computed outside the branches, made XLA copy the arena). On the CPU only:
+        XLA's GPU runtime reads a conditional's predicate back to the host to choose the branch, a
+        round trip each round that costs more than the device's copy of the value."""
         width = self.word.itemsize
 
-        def copy(threaded):
-            arena, copied, wrong_rounds, base = threaded
-            words = _slice(arena, base + source // width, -(-layout.nbytes // width))
-            arena = lax.dynamic_update_slice(arena, words, (base + place // width,), allow_negative_indices=False)
-            return arena, copied, wrong_rounds, base
+        def copy() -> tuple:
+            words = _slice(self.bytes, self.base + source // width, -(-layout.nbytes // width))
+            self.put(words, self.base + place // width, spread=False)
+            return ()
 
-        self.threaded = lax.cond(source == place, lambda threaded: threaded, copy, self.threaded)
+        self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [])
 
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
