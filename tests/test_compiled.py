@@ -19,10 +19,12 @@ from test_random_programs import CopiedBytes, check_random_program
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
+from jaxalloc.execution import compiled
 from jaxalloc.frontend.types import byte_size
 
-RANDOM_SEEDS = range(12)
-"""Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more."""
+RANDOM_SEEDS = (*range(12), 814)
+"""Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more. Seeds
+5 and 814 have small loops whose one-kernel calls take constants (`CompiledFunctions.one_kernel`)."""
 
 LIBRARY_COMPILED = ("nnx_lstm_rnn", "eqx_gru_scan", "optax_adamw_scheduled_loop", "diffrax_neural_ode")
 """Library programs checked compiled here (scans, a training loop, an adaptive ODE solve): each
@@ -222,6 +224,57 @@ def _nested_rotation(x):
 
 def test_values_moved_together_are_all_read_before_any_is_written():
     check_program(_nested_rotation, jnp.float32(0.3), mode="compiled", passes=("jx-dce",))
+
+
+def _solve(y, k):
+    """An ODE solver's loop: a round of many small ops, with a constant, a value it never reads and
+    a rotation among what it carries."""
+
+    def field(y):
+        return jnp.stack([y[1], -k * y[0] - 0.1 * y[1]])
+
+    def step(carry):
+        t, y, h, unread, previous = carry
+        k1 = field(y)
+        k2 = field(y + h * k1)
+        return t + h, y + h * (k1 + k2) / 2, jnp.minimum(h * 1.1, 0.05), unread, y
+
+    return lax.while_loop(lambda c: c[0] < 2.0, step, (0.0, y, 0.01, jnp.ones(3), y))[1:]
+
+
+ONE_KERNEL = 'xla_cpu_small_call="true"'
+cpu_only = pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA compiles a loop into one kernel on the CPU")
+
+
+@cpu_only
+def test_a_small_loop_is_one_kernel():
+    """On the CPU a loop of small ops is one call that XLA compiles into one kernel, in the arena
+    updated in place."""
+    args = (jnp.array([1.0, 0.0]), jnp.float32(3.0))
+    planned = check_program(_solve, *args, mode="compiled")
+    kernel = _kernel(planned)
+    executable = kernel.executable(list(args))
+    assert ONE_KERNEL in executable.as_text()
+    assert kernel.arena_copies(executable) == 0
+    before = kernel.arena.unsafe_buffer_pointer()
+    planned(*args)
+    assert kernel.arena.unsafe_buffer_pointer() == before
+
+
+def _sorting(x):
+    return lax.fori_loop(0, 3, lambda _, x: jnp.sort(x * -1.5) + 0.25, x)
+
+
+@cpu_only
+def test_a_loop_xla_cannot_make_one_kernel_runs_as_its_ops_kernels(monkeypatch):
+    """Where XLA fails to compile a loop into one kernel (here a sort, which its runtime library
+    runs, with `OUTSIDE_ONE_KERNEL` emptied), the kernel is compiled again, every loop as its ops'
+    kernels."""
+    monkeypatch.setattr(compiled, "OUTSIDE_ONE_KERNEL", frozenset())
+    planned = check_program(_sorting, jnp.linspace(-1.0, 1.0, 8), mode="compiled")
+    kernel = _kernel(planned)
+    assert not kernel.functions.small_loops
+    assert ONE_KERNEL not in kernel.executable([jnp.linspace(-1.0, 1.0, 8)]).as_text()
 
 
 def _loop_state_bytes(hlo: str) -> int:

@@ -40,6 +40,11 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   each round for each stacked value.
 `benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp.
 
+On the CPU a small loop (`SMALL_LOOP_BYTES`) is one call that XLA compiles into one kernel
+(`one_kernel`): its runtime otherwise runs each of the body's ops as a kernel of its own, each
+round, and in the arena an op is two or three of them. Where XLA cannot compile a loop so (an op it
+hands to its runtime library), the whole kernel is compiled again without (`CompiledRun`).
+
 A loop's condition runs at the end of the body that precedes it (and once before the loop), so
 that whatever the condition writes into the arena is written in the loop's own carry: XLA would
 copy the arena for a `cond_fun` that writes.
@@ -63,6 +68,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.experimental.xla_metadata import set_xla_metadata
 from xdsl.dialects.builtin import ArrayAttr
 from xdsl.interpreter import Interpreter, PythonValues, impl, impl_callable, register_impls
 from xdsl.ir import Operation
@@ -217,6 +223,9 @@ class CompiledFunctions(ArenaFunctions):
     wrong_rounds: Any = None
     """Whether a loop that says how many rounds it runs ran another number."""
     _rings: Sequence[_Ring] = ()
+    small_loops: bool = False
+    """Whether each small loop is compiled into one kernel (`one_kernel`): on the CPU."""
+    _in_one_kernel: bool = False
 
     # -- the arena --------------------------------------------------------------------------------
 
@@ -476,6 +485,54 @@ class CompiledFunctions(ArenaFunctions):
 
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
+        if self.small_loops and not self._in_one_kernel and self.small(op):
+            return self.one_kernel(lambda: self.loop(interpreter, op, args))
+        return self.loop(interpreter, op, args)
+
+    def one_kernel(self, run: Callable[[], tuple]) -> tuple:
+        """What `run` returns, traced as one call that XLA's CPU backend compiles into one kernel
+        (the call's `xla_cpu_small_call` attribute; `inlineable` keeps the call apart until then).
+
+        That backend aborts the process on a parameter of such a call that nothing reads, as
+        XLA's simplifications leave one wherever it sees the argument's value (a constant) or
+        finds no use for it. So every argument but the arena reaches the call through a `select`
+        on `base` (XLA cannot see its value), and the call reads every parameter (`_read_all`).
+        Where that `select` would copy more than `HIDDEN_BYTES`, the loop runs as its ops' kernels."""
+        def call(threaded):
+            self.threaded, self._in_one_kernel = threaded, True
+            try:
+                return run(), self.threaded
+            finally:
+                self._in_one_kernel = False
+
+        start, unseen = jax.tree.leaves(self.threaded), self.base == _UNSEEN  # False, where XLA cannot see it
+        traced, shape = jax.make_jaxpr(call, return_shape=True)(self.threaded)
+        outside = [*start[1:], *traced.consts]  # what the call takes besides the arena
+        if all(map(_hideable, outside)):
+            def kernel(*inputs):
+                inputs, base = list(inputs), len(start) - 1  # `threaded` ends with `base`
+                inputs[base] = _read_all(inputs, inputs[base])
+                return jax.core.eval_jaxpr(traced.jaxpr, inputs[len(start):], *inputs[:len(start)])
+
+            outputs = jax.jit(kernel, inline=False)(start[0], *(_hidden(x, unseen) for x in outside))
+            outputs = set_xla_metadata(outputs, xla_cpu_small_call="true", inlineable="false")
+        else:
+            outputs = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *start)
+        results, self.threaded = jax.tree.unflatten(jax.tree.structure(shape), outputs)
+        return results
+
+    def small(self, op: jx.WhileOp) -> bool:
+        """Whether a round of the loop reads and writes at most `SMALL_LOOP_BYTES`, in ops that XLA's
+        CPU backend can compile into one kernel (`_in_one_kernel`)."""
+        total = 0
+        for inner in op.walk():
+            if isinstance(inner, jx.PrimOp):
+                if not _in_one_kernel(inner, self.binding(inner).params):
+                    return False
+                total += sum(layout_of(v.type).nbytes for v in (*inner.operands, *inner.results))
+        return total <= SMALL_LOOP_BYTES
+
+    def loop(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
         layouts = self.layout(op).outputs
         rings = [self.ring(v) for v in op.attributes["mem.views"].data]
         # where a ring's first slot is the init operand's memory, round 0 reads it there
@@ -688,6 +745,72 @@ def _granule(module, arena_bytes: int) -> int:
     return next(g for g in (64, 32, 16, 8, 4, 2, 1) if all(n % g == 0 for n in sizes))
 
 
+SMALL_LOOP_BYTES = 64 * 1024
+"""A loop whose round reads and writes at most this many bytes is compiled into one kernel on the
+CPU: XLA's CPU runtime runs each op of a loop's body as a kernel of its own, some 0.1 us each, and in
+the arena every op is two or three kernels (its read, its compute, its write), which for small
+values costs far more than their bytes. XLA does the same for `jax.jit`'s loops of at most 1 KiB,
+which the arena's reads and writes of the same values exceed."""
+
+
+OUTSIDE_ONE_KERNEL = frozenset({
+    "sort", "top_k", "approx_top_k", "fft", "conv_general_dilated", "cholesky", "lu", "qr", "geqrf",
+    "householder_product", "eig", "eigh", "svd", "schur", "hessenberg", "tridiagonal",
+    "tridiagonal_solve", "triangular_solve", "debug_callback", "pure_callback", "io_callback", "ffi_call",
+    "custom_call",
+})
+"""Primitives that XLA's CPU backend runs through its runtime library (or, for a convolution, may),
+which a loop compiled into one kernel cannot call."""
+
+
+_UNSEEN = np.int32(-1)
+"""A value `base` (always 0) never has."""
+
+
+def _read_all(inputs: Sequence[jax.Array], base: jax.Array) -> jax.Array:
+    """`base` made to depend on the first element of every input, in a branch that never runs
+    but that XLA cannot drop, as it cannot see `base`."""
+    seen = sum(lax.convert_element_type(jnp.ravel(x)[0], jnp.int32) for x in inputs)
+    return lax.select(base == _UNSEEN, base + seen, base)
+
+
+HIDDEN_BYTES = 1024
+"""The most bytes of a value a loop compiled into one kernel takes from outside the arena: each is
+copied as it enters the call (`one_kernel`)."""
+
+
+def _hideable(x) -> bool:
+    size, dtype = math.prod(jnp.shape(x)), jnp.result_type(x)
+    return 0 < size and size * dtype.itemsize <= HIDDEN_BYTES and dtype.kind in "biuf"
+
+
+def _hidden(x, unseen: jax.Array) -> jax.Array:
+    """`x`, through a `select` on `unseen` (False) with another value in every element: XLA can
+    neither simplify the `select` nor see the value, whatever it knows of `x`."""
+    x = jnp.asarray(x)
+    if x.dtype == jnp.bool_:
+        other = ~x
+    else:
+        other = lax.bitcast_convert_type(~lax.bitcast_convert_type(x, np.dtype(f"uint{8 * x.dtype.itemsize}")), x.dtype)
+    return lax.select(jnp.broadcast_to(unseen, x.shape), other, x)
+
+
+def _in_one_kernel(op: jx.PrimOp, params) -> bool:
+    """Whether XLA's CPU backend can compile `op` into a loop's one kernel: not a primitive of its
+    runtime library (`OUTSIDE_ONE_KERNEL`), a scatter of one window (XLA makes it a
+    `dynamic_update_slice`), a product of matrices (XLA hands those to a library of its own)."""
+    name = op.primitive.data
+    if name in OUTSIDE_ONE_KERNEL:
+        return False
+    if name.startswith("scatter"):
+        return math.prod(op.operands[1].type.get_shape()[:-1]) == 1
+    if name == "dot_general":
+        (contracting, batch) = params["dimension_numbers"]
+        return any(math.prod(n for d, n in enumerate(v.type.get_shape()) if d not in (*c, *b)) == 1
+                   for v, c, b in zip(op.operands, contracting, batch))
+    return True
+
+
 def _due(ring: _Ring, round_):
     """Whether round `round_` (at least 1) reads the ring rather than an init operand."""
     return True if len(ring.initial) <= 1 else round_ >= len(ring.initial)
@@ -702,11 +825,19 @@ class CompiledRun:
 
     def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
                  donated: Sequence[int] = ()):
-        self.arena_bytes, self.donated = arena_bytes, tuple(donated)
+        self.arena_bytes, self.donated, self.functions = arena_bytes, tuple(donated), functions
+        self.module, self.func_name = module, func_name
         granule = _granule(module, arena_bytes)
         self.word = functions.word = WORDS[min(granule, 4)]
         functions.paddable = granule >= 2 * self.word.itemsize
+        functions.small_loops = jax.default_backend() == "cpu"
         self._arena: jax.Array | None = None
+        self._compiled = False
+        self.kernel = self.trace()
+
+    def trace(self):
+        """The kernel, a new function each time: `jax.jit` caches what it traced by function."""
+        module, func_name, functions = self.module, self.func_name, self.functions
 
         def kernel(arena, base, *args):
             functions.bytes, functions.base = arena, base
@@ -717,21 +848,35 @@ class CompiledRun:
             status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
             return functions.bytes, status, outputs
 
-        self.kernel = jax.jit(kernel, donate_argnums=(0, *(2 + k for k in self.donated)))
+        return jax.jit(kernel, donate_argnums=(0, *(2 + k for k in self.donated)))
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
             self._arena = jax.device_put(np.zeros(self.arena_bytes // self.word.itemsize, self.word))  # nothing to compile
+        try:
+            status, outputs = self.run(args)
+        except jax.errors.JaxRuntimeError:
+            if self._compiled or not self.functions.small_loops:
+                raise
+            # XLA could not compile a loop into one kernel (an op its runtime library runs, which
+            # `_in_one_kernel` does not know): compile each op as a kernel of its own
+            self.functions.small_loops = False
+            self.kernel = self.trace()
+            status, outputs = self.run(args)
+        self._compiled = True
+        # one small transfer: reading each scalar apart costs a device-to-host round trip each
+        low, high, wrong = np.asarray(status).tolist()
+        return outputs, low + (high << 20), bool(wrong)
+
+    def run(self, args: Sequence[Any]) -> tuple[jax.Array, tuple]:
         if self.donated:
             with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
                 self._arena, status, outputs = self.kernel(self._arena, _ZERO, *args)
         else:
             self._arena, status, outputs = self.kernel(self._arena, _ZERO, *args)
-        # one small transfer: reading each scalar apart costs a device-to-host round trip each
-        low, high, wrong = np.asarray(status).tolist()
-        return outputs, low + (high << 20), bool(wrong)
+        return status, outputs
 
     @property
     def arena(self) -> jax.Array | None:
