@@ -857,10 +857,10 @@ class CompiledRun:
         try:
             status, outputs = self.run(args)
         except jax.errors.JaxRuntimeError:
-            if self._compiled or not self.functions.small_loops:
+            if self._compiled or not self.functions.small_loops or self._arena.is_deleted():
                 raise
             # XLA could not compile a loop into one kernel (an op its runtime library runs, which
-            # `_in_one_kernel` does not know): compile each op as a kernel of its own
+            # `_in_one_kernel` does not know), before it ran anything: every loop as its ops' kernels
             self.functions.small_loops = False
             self.kernel = self.trace()
             status, outputs = self.run(args)
