@@ -242,9 +242,13 @@ class CompiledFunctions(ArenaFunctions):
 
     def load(self, offset, layout: Layout, fenced: bool, pinned: bool) -> jax.Array:
         """The value of `layout` at byte `offset` of the arena."""
-        width = self.word.itemsize
-        words = (read_bytes if fenced else _slice)(self.bytes, self.base + offset // width, -(-layout.nbytes // width))
+        words = self.words(offset, layout.nbytes, fenced)
         return from_words(self.pin(words) if pinned else words, layout)
+
+    def words(self, offset, nbytes: int, fenced: bool = False) -> jax.Array:
+        """The words of the `nbytes` at byte `offset` of the arena (`fenced`: see `read`)."""
+        width = self.word.itemsize
+        return (read_bytes if fenced else _slice)(self.bytes, self.base + offset // width, -(-nbytes // width))
 
     def pin(self, words: jax.Array) -> jax.Array:
         """`_pinned`, with zeros made from `base`."""
@@ -259,12 +263,9 @@ class CompiledFunctions(ArenaFunctions):
                    if isinstance(v, At) and layout.nbytes <= GROUPED_READ_BYTES}
         if len(grouped) < 2:
             return tuple(self.read(v, layout, fenced, pinned) for v, layout in zip(values, layouts))
-        width = self.word.itemsize
-        counts = [-(-layout.nbytes // width) for _, layout in grouped]
-        words = self.pin(jnp.concatenate([
-            _slice(self.bytes, self.base + offset // width, n) for offset, n in zip(grouped.values(), counts)
-        ]))
-        starts = np.cumsum([0, *counts])
+        parts = [self.words(offset, layout.nbytes) for (_, layout), offset in grouped.items()]
+        words = self.pin(jnp.concatenate(parts))
+        starts = np.cumsum([0, *(part.size for part in parts)])
         loaded = {key: from_words(words[a:b], key[1]) for key, a, b in zip(grouped, starts, starts[1:])}
         return tuple(loaded[key] if (key := (_identity(v), layout)) in loaded else self.read(v, layout, fenced, pinned)
                      for v, layout in zip(values, layouts))
@@ -450,8 +451,7 @@ class CompiledFunctions(ArenaFunctions):
         width = self.word.itemsize
 
         def copy() -> tuple:
-            words = _slice(self.bytes, self.base + source // width, -(-layout.nbytes // width))
-            self.put(words, self.base + place // width, spread=False)
+            self.put(self.words(source, layout.nbytes), self.base + place // width, spread=False)
             return ()
 
         self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [])
