@@ -76,7 +76,8 @@ class RunStats:
     live_bytes_before: int | None = None
     peak_live_bytes: int | None = None
     """With `measure_memory=True`: bytes in use before the call and at most during it, sampled after
-    every op (the device's `memory_stats()` where it reports them, else `jax.live_arrays()`)."""
+    every op, or after the kernel in compiled mode (the device's `memory_stats()` where it reports
+    them, else `jax.live_arrays()`)."""
 
 
 _ARGUMENT = re.compile(r"depends on the value of the argument (\w+)")
@@ -272,7 +273,7 @@ class Planned:
     def __init__(
         self,
         fun: Callable,
-        mode: str = "arena",
+        mode: str = "compiled",
         allocator: str = "nnc",
         alignment: int = 64,
         measure_memory: bool = False,
@@ -409,6 +410,8 @@ class Planned:
         start = time.perf_counter()
         outputs, arena_bytes, copied = traced.run(flat_args, self, [counter] if sampler is None else [counter, sampler])
         seconds = time.perf_counter() - start
+        if sampler is not None and self.mode == "compiled":
+            sampler.take()  # no op to sample after: the kernel's values are in the arena it returned
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
         self.last_run = RunStats(self.mode, counter.ops, seconds, arena_bytes, copied, before, peak)
         return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
@@ -433,7 +436,7 @@ def planned(
     *,
     static_argnums: int | Sequence[int] | None = None,
     static_argnames: str | Iterable[str] | None = None,
-    mode: str = "arena",
+    mode: str = "compiled",
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
@@ -448,7 +451,7 @@ def planned(
     *,
     static_argnums: int | Sequence[int] | None = None,
     static_argnames: str | Iterable[str] | None = None,
-    mode: str = "arena",
+    mode: str = "compiled",
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
@@ -464,7 +467,7 @@ def planned(
     *,
     static_argnums: int | Sequence[int] | None = None,
     static_argnames: str | Iterable[str] | None = None,
-    mode: str = "arena",
+    mode: str = "compiled",
     allocator: str = "nnc",
     alignment: int = 64,
     measure_memory: bool = False,
@@ -472,18 +475,18 @@ def planned(
     donate_argnums: int | Sequence[int] | None = None,
     donate_argnames: str | Iterable[str] | None = None,
 ):
-    """Trace `fun` to a jx module (once per input signature), plan it, and run it op by op, like `jax.jit`.
+    """Trace `fun` to a jx module (once per input signature), plan it, and run it inside its arena, like `jax.jit`.
 
     Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `static_argnums` /
     `static_argnames` mark arguments static as `jax.jit` does (hashable Python values such as sizes:
-    part of the signature, never traced). `mode="arena"` (the
-    default) runs every planned value inside one arena at its planned offset, op by op;
-    `mode="compiled"` runs the same plan (with the outputs inside the arena) as one jitted kernel
-    over a donated arena, loops and branches included, at a fraction of op-by-op's cost; `mode="checked"` runs
-    in the arena with shadow memory, checking that every read finds the value it expects (raises
+    part of the signature, never traced). `mode="compiled"` (the default) runs the plan (with the
+    outputs inside the arena) as one jitted kernel over a donated arena, loops and branches
+    included, every value at its planned offset; `mode="arena"` runs the same kind of plan op by
+    op from Python, one op at a time, for debugging; `mode="checked"` runs op by op in the arena
+    with shadow memory, checking that every read finds the value it expects (raises
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
-    jax arrays. `measure_memory=True` samples the bytes in use after every op into
-    `last_run`. `passes` are the jx passes run, in order, on the module before it is planned
+    jax arrays. `measure_memory=True` samples the bytes in use into `last_run`: after every op in
+    the op-by-op modes, after the one kernel in compiled mode. `passes` are the jx passes run, in order, on the module before it is planned
     (default all four, `DEFAULT_PASSES`: `"jx-dce"`: what nothing needs is removed; `"jx-canonicalize"`:
     transposes, round trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise
     chains become one `jx.fused` op, planned and run as one kernel; `"jx-schedule"`: each block's ops

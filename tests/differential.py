@@ -335,7 +335,7 @@ def memory_figures(fn, *args) -> MemoryFigures:
     stats = jax.devices()[0].memory_stats() or {}
     granule = 256 if "bytes_in_use" in stats else 1
     held = lambda nbytes: -(-nbytes // granule) * granule  # noqa: E731
-    planned = jaxalloc.planned(fn, measure_memory=True)
+    planned = jaxalloc.planned(fn, mode="arena", measure_memory=True)
     outputs = planned(*args)
     run = planned.last_run
     ops = [op for op in planned.plan(*args).module.walk() if isinstance(op, jx.PrimOp | jx.WhileOp | jx.CaseOp)]

@@ -203,13 +203,17 @@ def test_an_arena_too_large_for_32_bit_offsets_is_a_clear_error():
 
 def test_modes_and_options():
     f = jaxalloc.planned(jnp.sin)
-    assert f.mode == "arena"
+    assert f.mode == "compiled"
+    x = jnp.ones(100)
+    assert_same(f(x), jnp.sin(x))
+    assert (f.last_run.mode, f.last_run.ops, f.last_run.copied_bytes) == ("compiled", 0, 0)
+    assert f.last_run.arena_bytes == f.plan(x, include_outputs=True).arena_bytes == 448  # the output, in the arena
     with pytest.raises(ValueError, match="unknown mode"):
         jaxalloc.planned(jnp.sin, mode="lazy")
     with pytest.raises(jaxalloc.JaxallocError, match="unknown allocator"):
         jaxalloc.planned(jnp.sin, allocator="nope")
-    g = jaxalloc.planned(lambda x: jnp.sin(x) * jnp.cos(x), allocator="greedy-size", alignment=256, passes=AS_TRACED)
-    x = jnp.ones(100)
+    g = jaxalloc.planned(lambda x: jnp.sin(x) * jnp.cos(x), mode="arena", allocator="greedy-size", alignment=256,
+                         passes=AS_TRACED)
     assert_same(g(x), jnp.sin(x) * jnp.cos(x))
     plan = g.plan(x)
     assert (plan.allocator, plan.alignment) == ("greedy-size", 256)

@@ -374,6 +374,9 @@ class LiveBytesSampler:
         pass
 
     def did_interpret_op(self, op, results) -> None:
+        self.take()
+
+    def take(self) -> None:
         self.peak = max(self.peak, self.sample())
 
 
