@@ -96,12 +96,18 @@ class _OpCounter:
         pass
 
 
+def _weak_type(value) -> bool:
+    """Whether `value` is weakly typed: the attribute of a jax array, without making its aval."""
+    weak = getattr(value, "weak_type", None)
+    return jax.typeof(value).weak_type if weak is None else weak
+
+
 def _with_weak_type(value, aval):
     """`value` typed as the jaxpr says: op-by-op execution can lose weak types that jit keeps
     (e.g. `dynamic_update_slice` of a weakly typed buffer), or keep one the jaxpr drops (a loop
     result that is a weakly typed init operand read in place), which changes later promotion."""
     weak = getattr(aval, "weak_type", False)
-    if weak != jax.typeof(value).weak_type:
+    if weak != _weak_type(value):
         return lax_internal._convert_element_type(value, aval.dtype, weak_type=weak)
     return value
 
@@ -303,6 +309,8 @@ class Planned:
         )
         self.last_run: RunStats | None = None
         self._cache: dict[Any, _Traced] = {}
+        self._by_arrays: dict[Any, _Traced] = {}
+        """The same traces, by the tree and types of calls of jax arrays alone (`_arrays_key`)."""
 
     def _split(self, args, kwargs) -> tuple[_Statics, tuple, dict]:
         """The call's static arguments, and its dynamic positional and keyword arguments."""
@@ -393,16 +401,29 @@ class Planned:
             donated=traced.donated,
         )
 
+    def _arrays_key(self, args, kwargs) -> tuple[Any, list]:
+        """A call's cache key where it passes jax arrays alone and nothing is static (else None), and
+        its flat arguments: a warm call costs a few microseconds, as `jax.jit`'s does."""
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        if self.static_argnums or self.static_argnames or not all(isinstance(x, jax.Array) for x in leaves):
+            return None, leaves
+        return (treedef, tuple((x.shape, x.dtype, _weak_type(x)) for x in leaves)), leaves
+
     def __call__(self, *args, **kwargs):
-        for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
-            if isinstance(leaf, jax.ShapeDtypeStruct):
-                raise UnsupportedProgramError(
-                    f"{_describe(path)} is a jax.ShapeDtypeStruct, which has no values to run on: call with "
-                    f"arrays, or use .lower(...) / .plan(...) for abstract arguments"
-                )
-        traced = self._traced(args, kwargs)
-        _, args, kwargs = self._split(args, kwargs)
-        flat_args = jax.tree_util.tree_leaves((args, kwargs))
+        key, flat_args = self._arrays_key(args, kwargs)
+        traced = self._by_arrays.get(key) if key is not None else None
+        if traced is None:
+            for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
+                if isinstance(leaf, jax.ShapeDtypeStruct):
+                    raise UnsupportedProgramError(
+                        f"{_describe(path)} is a jax.ShapeDtypeStruct, which has no values to run on: call with "
+                        f"arrays, or use .lower(...) / .plan(...) for abstract arguments"
+                    )
+            traced = self._traced(args, kwargs)
+            if key is not None:
+                self._by_arrays[key] = traced
+            _, args, kwargs = self._split(args, kwargs)
+            flat_args = jax.tree_util.tree_leaves((args, kwargs))
         if traced.donated:
             _check_donated(flat_args, traced.donated, args, kwargs)
         counter = _OpCounter()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import jaxalloc
+from differential import assert_same
 
 
 def tile(x, n, *, axis=0):
@@ -55,6 +56,20 @@ def test_python_int_in_a_shape_suggests_static_argnames():
     message = str(info.value)
     assert "argument n" in message and "planned(tile, static_argnames='n')" in message
     assert "\n" not in message and info.value.__cause__ is None
+
+
+def test_a_call_of_jax_arrays_finds_its_trace_by_their_types():
+    f = jaxalloc.planned(lambda x, y: x * y)
+    x = jnp.arange(3.0)
+    assert_same(f(x, jnp.float32(2)), x * 2)
+    assert_same(f(x + 1, jnp.float32(3)), (x + 1) * 3)  # the same types: found without tracing again
+    assert (len(f._cache), len(f._by_arrays)) == (1, 1)
+    assert_same(f(x, 2.0), x * 2)  # a Python float is weakly typed: another signature
+    assert_same(f(x, jnp.asarray(2.0)), x * 2)  # a weakly typed array: that one, found by its types
+    assert (len(f._cache), len(f._by_arrays)) == (2, 2)
+    keys = jaxalloc.planned(lambda k: jax.random.key_data(jax.random.split(k)))
+    assert_same(keys(jax.random.key(0)), jax.random.key_data(jax.random.split(jax.random.key(0))))
+    assert len(keys._by_arrays) == 1
 
 
 def test_calling_with_shape_dtype_structs_says_to_lower_or_plan():

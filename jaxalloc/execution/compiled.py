@@ -854,6 +854,7 @@ class CompiledRun:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
             self._arena = jax.device_put(np.zeros(self.arena_bytes // self.word.itemsize, self.word))  # nothing to compile
+            self._base = jax.device_put(_ZERO)  # on the device once: a host scalar is copied over at every call
         try:
             status, outputs = self.run(args)
         except jax.errors.JaxRuntimeError:
@@ -873,9 +874,9 @@ class CompiledRun:
         if self.donated:
             with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-                self._arena, status, outputs = self.kernel(self._arena, _ZERO, *args)
+                self._arena, status, outputs = self.kernel(self._arena, self._base, *args)
         else:
-            self._arena, status, outputs = self.kernel(self._arena, _ZERO, *args)
+            self._arena, status, outputs = self.kernel(self._arena, self._base, *args)
         return status, outputs
 
     @property
