@@ -9,7 +9,8 @@ with the first failing seeds of each (rebuild one with `random_program(seed).des
 
 Classes: `wrong answer` (matches neither `jax.jit` nor `jax.disable_jit()`), `wrong weak type` (the
 same, by weak types alone), `wrong callback calls`, `plan violation` (`jaxalloc.PlanViolation`),
-`copied bytes > 0`, `exception during <stage>: <type>` and `timeout during <stage>` (the stage of
+`copied bytes > 0`, `arena copied in the kernel` (compiled mode: XLA copies the whole arena),
+`exception during <stage>: <type>` and `timeout during <stage>` (the stage of
 jaxalloc that raised or ran: converting, tracing, planning, running), `generator error` (the program
 is wrong, or `jax.jit` fails on it), `jit disagrees with disable_jit` (passed against
 `jax.disable_jit()`; `differential.py` reports it) and `worker crashed`.
@@ -137,6 +138,7 @@ def _jit_fails(program) -> BaseException | None:
 
 def classify(program, e: BaseException) -> tuple[str, str]:
     """The failure class of `e`, raised by `check_random_program(program)`, and one line about it."""
+    import differential
     import test_random_programs as t
 
     import jaxalloc
@@ -149,6 +151,8 @@ def classify(program, e: BaseException) -> tuple[str, str]:
         return "plan violation", _first_line(next(x for x in chain if isinstance(x, violation)))
     if isinstance(e, t.CopiedBytes):
         return "copied bytes > 0", _first_line(e)
+    if isinstance(e, differential.ArenaCopies):
+        return "arena copied in the kernel", _first_line(e)
     if isinstance(e, t.CallbackMismatch):
         return "wrong callback calls", _first_line(e)
     stage = _stage(e.__traceback__)

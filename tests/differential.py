@@ -269,6 +269,8 @@ def check_program(fn, *args, mode: str = "arena", name: str | None = None, passe
     planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in planned._cache.items()}
     tolerance = program_tolerance(traced.closed_jaxpr)
     result = planned(*args)
+    if mode == "compiled":
+        assert_the_kernel_keeps_its_arena(planned, args, name)
     jitted = jit_reference(fn, *args)
     versus_jit = mismatches(result, jitted, tolerance)
     if not versus_jit:
@@ -307,6 +309,19 @@ def check_program(fn, *args, mode: str = "arena", name: str | None = None, passe
     planned.jit_disagreement = record
     warnings.warn(message, JitDisagreement, stacklevel=2)
     return planned
+
+
+class ArenaCopies(AssertionError):
+    """XLA copies the whole arena in a compiled kernel: values do not stay where the plan put them."""
+
+
+def assert_the_kernel_keeps_its_arena(planned: jaxalloc.Planned, args, name: str) -> None:
+    """Honest memory in compiled mode: XLA updates the arena in place and never copies it."""
+    for traced in planned._cache.values():
+        for kernel in traced.kernels.values():
+            copies = kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args)))
+            if copies:
+                raise ArenaCopies(f"{name} (compiled): XLA copies the whole arena {copies} times in the kernel")
 
 
 @dataclass(frozen=True)

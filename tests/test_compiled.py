@@ -12,7 +12,6 @@ import pytest
 from corpus_programs import PROGRAMS as CORPUS
 from differential import check_program
 from jax import lax
-from library_programs import PROGRAMS as LIBRARY
 from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
 
@@ -26,22 +25,16 @@ RANDOM_SEEDS = (*range(12), 814)
 """Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more. Seeds
 5 and 814 have small loops whose one-kernel calls take constants (`CompiledFunctions.one_kernel`)."""
 
-LIBRARY_COMPILED = ("nnx_lstm_rnn", "eqx_gru_scan", "optax_adamw_scheduled_loop", "diffrax_neural_ode")
-"""Library programs checked compiled here (scans, a training loop, an adaptive ODE solve): each
-kernel takes XLA seconds to compile, and the suite has a time budget; `test_library_corpus`
-runs the whole library in the other modes."""
-
-
 def _kernel(planned: jaxalloc.Planned):
     (traced,) = planned._cache.values()
     (kernel,) = traced.kernels.values()
     return kernel
 
 
-@pytest.mark.parametrize("program", CORPUS[1::2], ids=lambda p: p.name)
+@pytest.mark.parametrize("program", CORPUS, ids=lambda p: p.name)
 def test_corpus_program_compiled(program):
-    """Every other program (the suite's time budget), after `jx-fuse`, as fast runs are made (the random
-    and library programs run unfused)."""
+    """Every program after `jx-fuse`, as fast runs are made (the random programs run unfused; the
+    library corpus runs compiled in `test_library_corpus`)."""
     planned = check_program(program.fn, *program.make_args(), mode="compiled", name=program.name, passes=("jx-dce", "jx-fuse"))
     assert (planned.last_run.mode, planned.last_run.copied_bytes) == ("compiled", 0)
 
@@ -55,12 +48,6 @@ def test_random_program_compiled(seed):
         pytest.xfail(f"seed {seed}: {e}")
     except Exception as e:
         raise AssertionError(f"random program of seed {seed} failed:\n{program.describe()}") from e
-
-
-@pytest.mark.parametrize("program", [p for p in LIBRARY if p.name in LIBRARY_COMPILED], ids=lambda p: p.name)
-def test_library_program_compiled(program):
-    planned = check_program(program.fn, *program.make_args(), mode="compiled")
-    assert planned.last_run.copied_bytes == 0
 
 
 def _step(w, x):
@@ -159,6 +146,14 @@ def _stacked(xs, i, column: bool = True):
     return lax.fori_loop(0, hs.shape[0], read, 0.0), buffer
 
 
+def _branches(x, p):
+    """Branches that each write the arena: XLA orders the branches of one conditional as if each ran
+    after the one before (see `CompiledFunctions.switch`)."""
+    h = jnp.tanh(x)
+    g = lax.cond(p > 1, jnp.sin, jnp.cos, h)
+    return lax.switch(p, [lambda v: v * 2.0, lambda v: v + 1.0, jnp.exp], g) + g
+
+
 STACKED_ARGS = (jnp.linspace(-1.0, 1.0, 16 * 4 * 8).reshape(16, 4, 8), jnp.int32(3))
 
 
@@ -169,12 +164,14 @@ STACKED_ARGS = (jnp.linspace(-1.0, 1.0, 16 * 4 * 8).reshape(16, 4, 8), jnp.int32
     (_rotating, (jnp.linspace(-1.0, 1.0, 24),)),
     (_small_operands, (jnp.linspace(-1.0, 1.0, 8), jnp.int32(1))),
     (_stacked, STACKED_ARGS),
-], ids=["several results", "broadcasts and constants", "rotating loop", "small operands", "stacked rows"])
+    (_branches, (jnp.linspace(-1.0, 1.0, 64 * 16).reshape(64, 16), jnp.int32(2))),
+], ids=["several results", "broadcasts and constants", "rotating loop", "small operands", "stacked rows", "branches"])
 def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     """XLA copies the arena wherever it repeats a read in a later write, or a write that looks cheap
     in a later read (see `execution/compiled.py`): the first two programs have such reads and
     writes, the third moves values between the slots of a loop, the fourth reads small operands
-    together, the fifth reads and writes windows of values in the arena."""
+    together, the fifth reads and writes windows of values in the arena, the sixth has branches
+    that each write the arena."""
     planned = check_program(fn, *args, mode="compiled", name=fn.__name__, passes=passes)
     kernel = _kernel(planned)
     assert kernel.arena.dtype == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words

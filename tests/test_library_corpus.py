@@ -1,11 +1,10 @@
 """The library corpus through the differential check, in every mode.
 
 Each program of `library_programs` (flax.nnx, flax.linen, dm-haiku, equinox, diffrax and optax
-written as their users write them) is converted, printed, parsed back and run by the
-interpreter inside its planned arena and under the plan sanitizer ("checked"), and compared
-with `jax.jit`; every third program also runs eagerly (the arena modes run the same interpreter
-over the plan, and the suite stays under ten minutes). Arena runs must not copy anything between
-loop rounds or branches.
+written as their users write them) is converted, printed, parsed back and run inside its planned arena as one compiled kernel (the
+default mode, where XLA must never copy the arena) and by the interpreter under the plan sanitizer
+("checked"), and compared with `jax.jit`; every third program also runs eagerly (the suite stays
+under ten minutes). Arena runs must not copy anything between loop rounds or branches.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import pytest
 from differential import assert_deterministic_args, check_program
 from library_programs import BY_NAME, LIBRARY, PROGRAMS
 
-MODES = ("arena", "checked")
+MODES = ("compiled", "checked")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -236,8 +236,7 @@ class CompiledFunctions(ArenaFunctions):
         if isinstance(value, At):
             return self.load(value.offset, layout, fenced, pinned)
         if isinstance(value, Either):  # both read, one chosen: a branch over the arena would need all of it
-            inside = self.load(value.offset, layout, fenced, pinned)
-            return jax.tree.map(lambda a, b: lax.select(jnp.broadcast_to(value.inside, a.shape), a, b), inside, value.value)
+            return _chosen(value, self.load(value.offset, layout, fenced, pinned))
         return value
 
     def load(self, offset, layout: Layout, fenced: bool, pinned: bool) -> jax.Array:
@@ -317,7 +316,9 @@ class CompiledFunctions(ArenaFunctions):
         if _apart([values[k] for k in moves], [places[k] for k in moves], [layouts[k].nbytes for k in moves]):
             read = [None] * len(moves)
         else:
-            read = [self.read(values[k], layouts[k]) for k in moves]
+            # the source in the arena, if one, moves first; several are read into one buffer
+            moves.sort(key=lambda k: not isinstance(values[k], At | Either))
+            read = self.read_first([values[k] for k in moves], [layouts[k] for k in moves])
         for k, value in zip(moves, read):
             source, nbytes = values[k], layouts[k].nbytes
             if isinstance(source, At):
@@ -327,6 +328,23 @@ class CompiledFunctions(ArenaFunctions):
             self.count(nbytes)
             self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k])
         return tuple(v if isinstance(v, At) and _same(v.offset, p) else At(p) for v, p in zip(values, places))
+
+    def read_first(self, values: Sequence[Any], layouts: Sequence[Layout]) -> list:
+        """The values, those in the arena read before any is written over: into one buffer of their
+        words (`_pinned`), which XLA neither repeats in each write that uses it nor fuses into one.
+        A read of its own would be fused into its one write, after the writes before it have
+        changed the arena, and XLA would copy the arena to keep the bytes it reads."""
+        inside = [k for k, v in enumerate(values) if isinstance(v, At | Either)]
+        if len(inside) < 2:
+            return [self.read(v, layout) for v, layout in zip(values, layouts)]
+        parts = [self.words(values[k].offset, layouts[k].nbytes) for k in inside]
+        words = self.pin(jnp.concatenate(parts))
+        starts = np.cumsum([0, *(part.size for part in parts)])
+        read = list(values)
+        for k, a, b in zip(inside, starts, starts[1:]):
+            loaded = from_words(words[a:b], layouts[k])
+            read[k] = loaded if isinstance(values[k], At) else _chosen(values[k], loaded)
+        return read
 
     def encode(self, value, kind: str, layout: Layout, owner: Operation, position: int):
         """`value` as a loop or branch carries it (`kind`); raises `_Widen` where it cannot be."""
@@ -344,23 +362,36 @@ class CompiledFunctions(ArenaFunctions):
         return Either(jnp.bool_(False), jnp.int32(0), value)
 
     def switch(self, owner: Operation, index, branches: Sequence[Callable], layouts, kinds: list[str]) -> tuple:
-        """`lax.switch` over branches that run in the arena and return located values, each result in
-        the kind `kinds` gives (widened where a branch needs it)."""
+        """`lax.switch` semantics over branches that run in the arena and return located values, each
+        result in the kind `kinds` gives (widened where a branch needs it).
+
+        Branch `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, that
+        threads the arena and the results on: XLA orders the branches of one conditional as if each
+        ran after the one before, so where an early branch writes the arena in place and a later one
+        reads it, it copies the whole arena. Where the branch that writes is the conditional's last,
+        no other reads after it."""
         if len(branches) == 1:
             return branches[0]()
         start = self.threaded
+        index = jnp.clip(lax.convert_element_type(index, jnp.int32), 0, len(branches) - 1)
 
         def traced(branch):
-            def run(threaded):
-                self.threaded = threaded
+            def run(state):
+                self.threaded = state[0]
                 results = branch()
-                return self.threaded, self.encode_all(owner, results, kinds, layouts)
+                return self.threaded, self.encode_all(owner, results, kinds, layouts), _hidden(state[2], self.base == _UNSEEN)
 
             return run
 
         while True:
             try:
-                self.threaded, results = lax.switch(index, [traced(b) for b in branches], start)
+                # the index goes on with the arena, out of each branch where XLA cannot see it: a test
+                # that read it where it lies (in the arena: XLA repeats a cheap read in each user)
+                # would read after the conditionals before it changed the arena, so XLA would copy it
+                state = (start, tuple(_placeholder(kind, layout) for kind, layout in zip(kinds, layouts)), index)
+                for k, branch in enumerate(branches):
+                    state = lax.cond(state[2] == k, traced(branch), lambda state: state, state)
+                self.threaded, results, _ = state
                 return results
             except _Widen as widen:
                 if widen.owner is not owner:
@@ -652,6 +683,19 @@ class CompiledFunctions(ArenaFunctions):
                            [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], ["either"])[0]
 
 
+def _chosen(either: Either, loaded):
+    """An `Either`'s value, given what its offset in the arena holds."""
+    return jax.tree.map(lambda a, b: lax.select(jnp.broadcast_to(either.inside, a.shape), a, b), loaded, either.value)
+
+
+def _placeholder(kind: str, layout: Layout):
+    """What a conditional whose branch does not run hands on for a result of `kind`."""
+    if kind == "at":
+        return At(jnp.int32(0))
+    value = from_bytes(jnp.zeros(layout.nbytes, jnp.uint8), layout)
+    return value if kind == "value" else Either(jnp.bool_(False), jnp.int32(0), value)
+
+
 INDEXED = frozenset(
     {"dynamic_slice", "dynamic_update_slice", "gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul",
      "scatter-min", "scatter-max"}
@@ -853,7 +897,7 @@ class CompiledRun:
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
-            self._arena = jax.device_put(np.zeros(self.arena_bytes // self.word.itemsize, self.word))  # nothing to compile
+            self._arena = jax.device_put(np.zeros(self.words, self.word))  # nothing to compile
             self._base = jax.device_put(_ZERO)  # on the device once: a host scalar is copied over at every call
         try:
             status, outputs = self.run(args)
@@ -880,6 +924,12 @@ class CompiledRun:
         return status, outputs
 
     @property
+    def words(self) -> int:
+        """The arena's words, one more than its bytes take: no value is ever the whole arena, which XLA
+        would take for the arena itself, and compute twice (once into it, once where it is read)."""
+        return self.arena_bytes // self.word.itemsize + 1
+
+    @property
     def arena(self) -> jax.Array | None:
         return self._arena
 
@@ -888,6 +938,9 @@ class CompiledRun:
         return self.kernel.lower(self._arena, _ZERO, *args).compile()
 
     def arena_copies(self, executable) -> int:
-        """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place."""
-        words = f"u{8 * self.word.itemsize}[{self.arena_bytes // self.word.itemsize}]"
+        """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place (and
+        where the arena is empty)."""
+        if not self.arena_bytes:
+            return 0
+        words = f"u{8 * self.word.itemsize}[{self.words}]"
         return len(re.findall(re.escape(words) + r"\{0\} copy\(", executable.as_text()))
