@@ -293,6 +293,13 @@ class CompiledFunctions(ArenaFunctions):
             words = _pinned(words, _slice(self.bytes, start, words.size) & lax.convert_element_type(self.base, words.dtype))
         self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
 
+    def touch(self) -> None:
+        """Write the arena's spare last word (`CompiledRun.words`) with a zero XLA cannot see: a
+        conditional whose branch hands the arena back untouched would hand back its operand, which
+        XLA copies where the operand is read after the conditional."""
+        spare = self.base + self.bytes.shape[0] - 1
+        self.bytes = lax.dynamic_update_slice(self.bytes, lax.convert_element_type(self.base, self.word)[None], (spare,))
+
     def count(self, nbytes) -> None:
         low, high = self.copied
         low = low + jnp.asarray(nbytes, jnp.uint32)
@@ -361,36 +368,46 @@ class CompiledFunctions(ArenaFunctions):
             return Either(jnp.asarray(value.inside, jnp.bool_), _int32(value.offset), value.value)
         return Either(jnp.bool_(False), jnp.int32(0), value)
 
-    def switch(self, owner: Operation, index, branches: Sequence[Callable], layouts, kinds: list[str]) -> tuple:
+    def switch(self, owner: Operation, index, branches: Sequence[Callable], layouts, kinds: list[str],
+               last_writes: bool = False) -> tuple:
         """`lax.switch` semantics over branches that run in the arena and return located values, each
         result in the kind `kinds` gives (widened where a branch needs it).
 
-        Branch `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, that
-        threads the arena and the results on: XLA orders the branches of one conditional as if each
-        ran after the one before, so where an early branch writes the arena in place and a later one
-        reads it, it copies the whole arena. Where the branch that writes is the conditional's last,
-        no other reads after it."""
+        XLA orders the branches of one conditional as if each ran after the one before: where an
+        early branch writes the arena in place and a later one reads it, it copies the whole arena.
+        So unless the caller knows that only the last branch writes the arena (`last_writes`), branch
+        `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, which hands
+        the arena and the results on to the next."""
         if len(branches) == 1:
             return branches[0]()
-        start = self.threaded
         index = jnp.clip(lax.convert_element_type(index, jnp.int32), 0, len(branches) - 1)
+        start = self.threaded
 
         def traced(branch):
             def run(state):
                 self.threaded = state[0]
                 results = branch()
-                return self.threaded, self.encode_all(owner, results, kinds, layouts), _hidden(state[2], self.base == _UNSEEN)
+                if not last_writes:
+                    self.touch()
+                # `base` and the index go on out of each branch where XLA cannot see them. Every later
+                # write waits for the branches (its offset counts from that `base`), which XLA would
+                # take off the arena where none writes it: a read of the arena that no later write
+                # depends on (here the index, read where it lies, in each conditional's test as XLA
+                # repeats a cheap read in each user) makes XLA copy the arena to keep the bytes it reads
+                unseen = self.base == _UNSEEN
+                self.base = _hidden(self.base, unseen)
+                return self.threaded, self.encode_all(owner, results, kinds, layouts), _hidden(state[2], unseen)
 
             return run
 
         while True:
             try:
-                # the index goes on with the arena, out of each branch where XLA cannot see it: a test
-                # that read it where it lies (in the arena: XLA repeats a cheap read in each user)
-                # would read after the conditionals before it changed the arena, so XLA would copy it
                 state = (start, tuple(_placeholder(kind, layout) for kind, layout in zip(kinds, layouts)), index)
-                for k, branch in enumerate(branches):
-                    state = lax.cond(state[2] == k, traced(branch), lambda state: state, state)
+                if last_writes:
+                    state = lax.switch(index, [traced(b) for b in branches], state)
+                else:
+                    for k, branch in enumerate(branches):
+                        state = lax.cond(state[2] == k, traced(branch), lambda state: state, state)
                 self.threaded, results, _ = state
                 return results
             except _Widen as widen:
@@ -485,7 +502,7 @@ class CompiledFunctions(ArenaFunctions):
             self.put(self.words(source, layout.nbytes), self.base + place // width, spread=False)
             return ()
 
-        self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [])
+        self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [], last_writes=True)
 
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
@@ -680,7 +697,8 @@ class CompiledFunctions(ArenaFunctions):
             return self.move([value], [layout], [offset])[0]
         # rounds that still read init operands read no slot: the value is not moved then
         return self.switch(None, lax.convert_element_type(due, jnp.int32),
-                           [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], ["either"])[0]
+                           [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], ["either"],
+                           last_writes=True)[0]
 
 
 def _chosen(either: Either, loaded):
