@@ -250,8 +250,12 @@ class CompiledFunctions(ArenaFunctions):
         return (read_bytes if fenced else _slice)(self.bytes, self.base + offset // width, -(-nbytes // width))
 
     def pin(self, words: jax.Array) -> jax.Array:
-        """`_pinned`, with zeros made from `base`."""
-        return _pinned(words, jnp.broadcast_to(lax.convert_element_type(self.base, words.dtype), words.shape))
+        """`_pinned`, with zeros made from `base`. One word is pinned with a zero beside it: XLA turns
+        a reduction of one pair into an elementwise op, which it repeats in each user."""
+        zero = lax.convert_element_type(self.base, words.dtype)
+        if words.size == 1:
+            return self.pin(jnp.concatenate([words, zero[None]]))[:1]
+        return _pinned(words, jnp.broadcast_to(zero, words.shape))
 
     def read_operands(self, values: Sequence[Any], layouts: Sequence[Layout], fenced: bool, pinned: bool) -> tuple:
         """The operands of one op. Small ones (`GROUPED_READ_BYTES`) in the arena at more than one
@@ -450,8 +454,14 @@ class CompiledFunctions(ArenaFunctions):
         if window is not None:
             return window
         fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
-        pinned = sum(p is not None for p in places) > 1
-        results = binding.bind(*self.read_operands(args, layout.inputs, fenced, pinned))
+        effect = isinstance(op, jx.PrimOp) and op.effect is not None
+        operands = self.read_operands(args, layout.inputs, fenced, pinned=effect or sum(p is not None for p in places) > 1)
+        if effect:
+            # an effect (a callback) hands nothing back that a later write could wait for: every later
+            # write waits for its operands instead (its offset counts from a `base` made of them), as
+            # XLA copies the arena where a read of it is not ordered before a later write
+            self.base = _read_all([x for x in operands if math.prod(jnp.shape(x)) and jnp.result_type(x).kind in "biuf"], self.base)
+        results = binding.bind(*operands)
         outside = not any(isinstance(v, At | Either) for v in args)
         return tuple(r if p is None else self.write(r, l, p, spread=outside or _spreads(op, k))
                      for k, (r, p, l) in enumerate(zip(results, places, layout.outputs)))
