@@ -1,6 +1,6 @@
 """Speed of planned functions against `jax.jit`: the compiled arena kernel and the op-by-op arena.
 
-Per program: warm calls (best of `--repeats` after the first) of `jax.jit`, of the compiled arena
+Per program: warm calls (best of `--repeats` after the first, taken in turns) of `jax.jit`, of the compiled arena
 (`mode="compiled"`, after the default passes), of the compiled arena of the program's own ops
 (`passes=("jx-dce",)`: no fusion) and of the op-by-op arena (`mode="arena"`), the first call of
 each (tracing, passes, planning, compiling), and the ratios to jit, with their geometric means;
@@ -54,6 +54,18 @@ def benchmark_programs() -> list[tuple[str, Callable, tuple]]:
     ]
 
 
+def best_times(fns: list[Callable], repeats: int) -> list[float]:
+    """The best of `repeats` calls of each function, the calls taken in turns (one of each, then
+    again), so that a slow spell of the machine falls on all of them alike."""
+    times = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, spent in zip(fns, times):
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            spent.append(time.perf_counter() - start)
+    return [min(spent) for spent in times]
+
+
 def first_time(fn: Callable) -> float:
     start = time.perf_counter()
     jax.block_until_ready(fn())
@@ -77,9 +89,9 @@ def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> dict:
         "own ops first": first_time(lambda: own_ops(*args)),
         "compiled first": first_time(lambda: compiled(*args)),
     }
-    row["jit"] = best_time(lambda: jitted(*args), repeats)
-    row["own ops"] = best_time(lambda: own_ops(*args), repeats)
-    row["compiled"] = best_time(lambda: compiled(*args), repeats)
+    row["jit"], row["own ops"], row["compiled"] = best_times(
+        [lambda: jitted(*args), lambda: own_ops(*args), lambda: compiled(*args)], repeats
+    )
     row["copied"] = compiled.last_run.copied_bytes
     if op_by_op:
         arena = planned(fn, mode="arena")
