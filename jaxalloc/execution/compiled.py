@@ -266,12 +266,16 @@ class CompiledFunctions(ArenaFunctions):
                    if isinstance(v, At) and layout.nbytes <= GROUPED_READ_BYTES}
         if len(grouped) < 2:
             return tuple(self.read(v, layout, fenced, pinned) for v, layout in zip(values, layouts))
-        parts = [self.words(offset, layout.nbytes) for (_, layout), offset in grouped.items()]
-        words = self.pin(jnp.concatenate(parts))
-        starts = np.cumsum([0, *(part.size for part in parts)])
-        loaded = {key: from_words(words[a:b], key[1]) for key, a, b in zip(grouped, starts, starts[1:])}
+        loaded = dict(zip(grouped, self.read_together(list(grouped.values()), [layout for _, layout in grouped])))
         return tuple(loaded[key] if (key := (_identity(v), layout)) in loaded else self.read(v, layout, fenced, pinned)
                      for v, layout in zip(values, layouts))
+
+    def read_together(self, offsets: Sequence[Any], layouts: Sequence[Layout]) -> list:
+        """The values of `layouts` at byte `offsets`, read into one buffer of their words (`_pinned`)."""
+        parts = [self.words(offset, layout.nbytes) for offset, layout in zip(offsets, layouts)]
+        words = self.pin(jnp.concatenate(parts))
+        starts = np.cumsum([0, *(part.size for part in parts)])
+        return [from_words(words[a:b], layout) for layout, a, b in zip(layouts, starts, starts[1:])]
 
     @property
     def threaded(self) -> tuple:
@@ -348,12 +352,8 @@ class CompiledFunctions(ArenaFunctions):
         inside = [k for k, v in enumerate(values) if isinstance(v, At | Either)]
         if len(inside) < 2:
             return [self.read(v, layout) for v, layout in zip(values, layouts)]
-        parts = [self.words(values[k].offset, layouts[k].nbytes) for k in inside]
-        words = self.pin(jnp.concatenate(parts))
-        starts = np.cumsum([0, *(part.size for part in parts)])
         read = list(values)
-        for k, a, b in zip(inside, starts, starts[1:]):
-            loaded = from_words(words[a:b], layouts[k])
+        for k, loaded in zip(inside, self.read_together([values[k].offset for k in inside], [layouts[k] for k in inside])):
             read[k] = loaded if isinstance(values[k], At) else _chosen(values[k], loaded)
         return read
 
@@ -460,7 +460,7 @@ class CompiledFunctions(ArenaFunctions):
             # an effect (a callback) hands nothing back that a later write could wait for: every later
             # write waits for its operands instead (its offset counts from a `base` made of them), as
             # XLA copies the arena where a read of it is not ordered before a later write
-            self.base = _read_all([x for x in operands if math.prod(jnp.shape(x)) and jnp.result_type(x).kind in "biuf"], self.base)
+            self.base = _read_all(operands, self.base)
         results = binding.bind(*operands)
         outside = not any(isinstance(v, At | Either) for v in args)
         return tuple(r if p is None else self.write(r, l, p, spread=outside or _spreads(op, k))
@@ -839,10 +839,11 @@ _UNSEEN = np.int32(-1)
 """A value `base` (always 0) never has."""
 
 
-def _read_all(inputs: Sequence[jax.Array], base: jax.Array) -> jax.Array:
-    """`base` made to depend on the first element of every input, in a branch that never runs
-    but that XLA cannot drop, as it cannot see `base`."""
-    seen = sum(lax.convert_element_type(jnp.ravel(x)[0], jnp.int32) for x in inputs)
+def _read_all(inputs: Sequence[Any], base: jax.Array) -> jax.Array:
+    """`base` made to depend on the first element of every input (of bool, int or float elements),
+    in a branch that never runs but that XLA cannot drop, as it cannot see `base`."""
+    seen = sum(lax.convert_element_type(jnp.ravel(x)[0], jnp.int32) for x in inputs
+               if math.prod(jnp.shape(x)) and jnp.result_type(x).kind in "biuf")
     return lax.select(base == _UNSEEN, base + seen, base)
 
 
