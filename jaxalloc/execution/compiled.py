@@ -6,7 +6,7 @@ interpreter is the compiler: each op reads its operands out of the arena (a trac
 words, `_granule`) at their planned offsets, binds its primitive and writes its results back at
 theirs. `jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each
 carried value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer
-update), so no value moves between rounds. `jx.case` becomes `lax.switch` over the arena. The
+update), so no value moves between rounds. `jx.case` becomes conditionals over the arena (`switch`). The
 arena is donated to every call and handed back, one buffer updated in place from call to call.
 Donated arguments (`mem.args`) are written at their slots as the kernel starts, and donated to it too.
 
@@ -38,7 +38,15 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   or writes only its window where that is one run of words (`window`), at the start the op
   clamps to, computed into the value: reading the whole value would copy all of it, in a scan
   each round for each stacked value.
-`benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp.
+- XLA orders the branches of one conditional as if each ran after the one before, so a case
+  whose branches write the arena is a chain of conditionals, one per branch (`switch`).
+- A read of the arena that no later write depends on makes XLA copy the arena: a callback's
+  operands (an effect hands nothing back) are read once and `base` is made of them (`_read_all`),
+  so every later write waits for them.
+- The arena has one spare word (`CompiledRun.words`): XLA would take a value that filled the whole
+  arena for the arena itself.
+`benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp;
+every compiled run of the tests fails where there is one (`tests/differential.py`).
 
 On the CPU a small loop (`SMALL_LOOP_BYTES`) is one call that XLA compiles into one kernel
 (`one_kernel`): its runtime otherwise runs each of the body's ops as a kernel of its own, each
