@@ -151,20 +151,28 @@ def _exact_union(a: Guard, b: Guard) -> Guard | None:
     return tuple((region, pa | pb) for (region, pa), (_, pb) in zip(a, b))
 
 
-_GRANULE = 256
-"""Bytes per bucket of the index from arena bytes to the instances that may own them."""
+BUCKETS = 1024
+"""About how many buckets the index from arena bytes to the instances that may own them has: a
+bucket is at least 256 bytes, and a power of two as large as the arena needs (a write goes over
+every bucket its bytes touch, so buckets small against megabyte values made the walk slow)."""
+
+
+def _granule(arena_bytes: int) -> int:
+    return max(256, 1 << max(0, (arena_bytes // BUCKETS).bit_length()))
 
 
 @dataclass
 class _Memory:
     """Who may own the arena's bytes, and which writes went over which instances, on which paths."""
 
+    granule: int = 256
+    """Bytes per bucket (`_granule`)."""
     owners: dict[int, dict[_Instance, None]] = field(default_factory=dict)
     """For each granule of the arena, the instances that may still own some of its bytes."""
     overwritten: dict[_Instance, list[tuple[_Instance, Guard]]] = field(default_factory=dict)
 
     def write(self, new: _Instance) -> None:
-        granules = range(new.start // _GRANULE, (new.end - 1) // _GRANULE + 1)
+        granules = range(new.start // self.granule, (new.end - 1) // self.granule + 1)
         seen = {}
         for g in granules:
             seen.update(self.owners.get(g, {}))
@@ -182,7 +190,7 @@ class _Memory:
             self.owners.setdefault(g, {})[new] = None
 
     def forget(self, instance: _Instance, keep_overwritten: bool = False) -> None:
-        for g in range(instance.start // _GRANULE, (instance.end - 1) // _GRANULE + 1):
+        for g in range(instance.start // self.granule, (instance.end - 1) // self.granule + 1):
             self.owners.get(g, {}).pop(instance, None)
         if not keep_overwritten:
             self.overwritten.pop(instance, None)
@@ -232,7 +240,7 @@ class _Walk:
         self.copies: list[str] = []
         self.rounds_walked = 0
         self.serial = 0
-        self.memory = _Memory()
+        self.memory = _Memory(_granule(arena_bytes))
         self.guard: Guard = ()
         """The paths being walked."""
         self._regions = 0
