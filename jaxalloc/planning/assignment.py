@@ -156,6 +156,7 @@ class _BlockPlanner:
         self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a result may be a view of it
         self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: never overwritten
         self.views_only: set[SSAValue] = set()  # loop results that are always one of several other values
+        self._reads_inside: dict[Operation, set[SSAValue]] = {}  # region op -> values its regions read
         for group in aliases:  # block arguments that are one value in the rounds that may fold into them
             for value in group[1:]:
                 self.join(value, group[0])
@@ -207,7 +208,9 @@ class _BlockPlanner:
         group = set(self.members.get(root, [root]))
         for viewer in self.viewers(root):
             group.update(self.members.get(self.merge.find(viewer), [viewer]))
-        return any(v in group for inner in op.walk() if inner is not op for v in inner.operands)
+        if op not in self._reads_inside:  # once per op: a loop asks for each value it carries
+            self._reads_inside[op] = {v for inner in op.walk() if inner is not op for v in inner.operands}
+        return not group.isdisjoint(self._reads_inside[op])
 
     def join(self, value: SSAValue, into: SSAValue) -> None:
         root, other = self.merge.find(into), self.merge.find(value)
