@@ -34,13 +34,20 @@ def cases():
     ]
 
 
-def best_time(fn, repeats: int) -> float:
-    times = []
+def best_times(fns, repeats: int) -> list[float]:
+    """The best of `repeats` calls of each function, the calls taken in turns (one of each, then
+    again), so that a slow spell of the machine falls on all of them alike."""
+    times = [[] for _ in fns]
     for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for fn, spent in zip(fns, times):
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            spent.append(time.perf_counter() - start)
+    return [min(spent) for spent in times]
+
+
+def best_time(fn, repeats: int) -> float:
+    return best_times([fn], repeats)[0]
 
 
 def measure(name, fn, args, repeats: int) -> tuple:

@@ -1,7 +1,7 @@
 """Speed of planned functions against `jax.jit`: the compiled arena kernel and the op-by-op arena.
 
-Per program: warm calls (best of `--repeats` after the first, taken in turns) of `jax.jit`, of the compiled arena
-(`mode="compiled"`, after the default passes), of the compiled arena of the program's own ops
+Per program: warm calls (best of `--repeats` after the first, taken in turns) of `jax.jit`, of the
+compiled arena (`mode="compiled"`, after the default passes), of the compiled arena of the program's own ops
 (`passes=("jx-dce",)`: no fusion) and of the op-by-op arena (`mode="arena"`), the first call of
 each (tracing, passes, planning, compiling), and the ratios to jit, with their geometric means;
 then, for the compiled kernel, its arena, its own temp memory
@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jaxalloc import planned
 from jaxalloc.dialects import jx
 from jaxalloc.execution.arena import layout_of
-from interpreter_overhead import best_time
+from interpreter_overhead import best_time, best_times
 from programs import programs
 
 
@@ -52,18 +52,6 @@ def benchmark_programs() -> list[tuple[str, Callable, tuple]]:
         *programs(),
         ("adaptive ODE solve (diffrax)", adaptive_ode_solve, (jnp.array([1.0, 0.0]), jnp.float32(3.0))),
     ]
-
-
-def best_times(fns: list[Callable], repeats: int) -> list[float]:
-    """The best of `repeats` calls of each function, the calls taken in turns (one of each, then
-    again), so that a slow spell of the machine falls on all of them alike."""
-    times = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, spent in zip(fns, times):
-            start = time.perf_counter()
-            jax.block_until_ready(fn())
-            spent.append(time.perf_counter() - start)
-    return [min(spent) for spent in times]
 
 
 def first_time(fn: Callable) -> float:

@@ -507,8 +507,8 @@ def planned(
     with shadow memory, checking that every read finds the value it expects (raises
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
     jax arrays. `measure_memory=True` samples the bytes in use into `last_run`: after every op in
-    the op-by-op modes, after the one kernel in compiled mode. `passes` are the jx passes run, in order, on the module before it is planned
-    (default all four, `DEFAULT_PASSES`: `"jx-dce"`: what nothing needs is removed; `"jx-canonicalize"`:
+    the op-by-op modes, after the one kernel in compiled mode. `passes` are the jx passes run, in
+    order, on the module before it is planned (default all four, `DEFAULT_PASSES`: `"jx-dce"`: what nothing needs is removed; `"jx-canonicalize"`:
     transposes, round trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise
     chains become one `jx.fused` op, planned and run as one kernel; `"jx-schedule"`: each block's ops
     reordered to lower the max-live bound; `("jx-dce",)`: the program's own ops in traced order;

@@ -1,10 +1,11 @@
-"""The library corpus through the differential check, in every mode.
+"""The library corpus through the differential check: compiled, checked and (a third) eager.
 
 Each program of `library_programs` (flax.nnx, flax.linen, dm-haiku, equinox, diffrax and optax
-written as their users write them) is converted, printed, parsed back and run inside its planned arena as one compiled kernel (the
-default mode, where XLA must never copy the arena) and by the interpreter under the plan sanitizer
-("checked"), and compared with `jax.jit`; every third program also runs eagerly (the suite stays
-under ten minutes). Arena runs must not copy anything between loop rounds or branches.
+written as their users write them) is converted, printed, parsed back and run inside its planned
+arena as one compiled kernel (the default mode, where XLA must never copy the arena) and by the
+interpreter under the plan sanitizer ("checked"), and compared with `jax.jit`; every third
+program also runs eagerly (the suite stays under ten minutes). Arena runs must not copy anything
+between loop rounds or branches.
 """
 
 from __future__ import annotations

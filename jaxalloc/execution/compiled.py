@@ -6,8 +6,9 @@ interpreter is the compiler: each op reads its operands out of the arena (a trac
 words, `_granule`) at their planned offsets, binds its primitive and writes its results back at
 theirs. `jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each
 carried value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer
-update), so no value moves between rounds. `jx.case` becomes conditionals over the arena (`switch`). The
-arena is donated to every call and handed back, one buffer updated in place from call to call.
+update), so no value moves between rounds. `jx.case` becomes conditionals over the arena
+(`switch`). The arena is donated to every call and handed back, one buffer updated in place from
+call to call.
 Donated arguments (`mem.args`) are written at their slots as the kernel starts, and donated to it too.
 
 Honest memory: XLA must update the arena in place and keep values where the plan put them.
@@ -972,7 +973,7 @@ class CompiledRun:
 
     def executable(self, args: Sequence[Any]):
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
-        return self.kernel.lower(self._arena, _ZERO, *args).compile()
+        return self.kernel.lower(self._arena, self._base, *args).compile()
 
     def arena_copies(self, executable) -> int:
         """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place (and
