@@ -45,11 +45,15 @@ keep are removed, fused or ordered away before planning. `passes=()` plans the j
 
 def _run_pass(name: str, converted: Converted) -> None:
     """Run the jx pass `name` on a converted module; `jx-canonicalize` binds primitives with new
-    parameters, so it gets the side table to add them to."""
+    parameters, so it gets the side table to add them to; `jx-fuse` fuses as XLA does on the backend
+    the function runs on (its library graphs on the CPU)."""
     if PASSES[name] is CanonicalizePass:
         canonicalize(converted.module, converted.table)
+    elif PASSES[name] is FusePass:
+        FusePass(library=jax.default_backend() == "cpu").apply(Context(), converted.module)
     else:
         PASSES[name]().apply(Context(), converted.module)
+
 
 _DATA_DEPENDENT = (
     jax.errors.ConcretizationTypeError,
@@ -510,7 +514,8 @@ def planned(
     the op-by-op modes, after the one kernel in compiled mode. `passes` are the jx passes run, in
     order, on the module before it is planned (default all four, `DEFAULT_PASSES`: `"jx-dce"`: what nothing needs is removed; `"jx-canonicalize"`:
     transposes, round trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise
-    chains become one `jx.fused` op, planned and run as one kernel; `"jx-schedule"`: each block's ops
+    chains become one `jx.fused` op, planned and run as one kernel (on the CPU with the
+    convolutions and window reductions XLA hands to its library as one graph); `"jx-schedule"`: each block's ops
     reordered to lower the max-live bound; `("jx-dce",)`: the program's own ops in traced order;
     `()`: the jaxpr as traced). `donate_argnums` / `donate_argnames` donate
     arguments as `jax.jit` does (every leaf of each): a donated argument is a row of the arena from

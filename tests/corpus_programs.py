@@ -141,6 +141,38 @@ def _convnet_forward_args():
     return params, x
 
 
+def pooled_cnn(params, x):
+    """NHWC input, HWIO kernels: convolution, bias, ReLU and 2x2 max pooling, then a convolution,
+    ReLU and 2x2 average pooling (a window sum): on the CPU XLA hands each stage to its library as
+    one graph (`jx-fuse{library=true}`)."""
+    h = lax.conv_general_dilated(x, params["k1"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    h = jax.nn.relu(h + params["b1"])
+    h = lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    h = lax.conv_general_dilated(h, params["k2"], (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    h = lax.reduce_window(jax.nn.relu(h), 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") * 0.25
+    return jnp.mean(h, axis=(1, 2)) @ params["w"]
+
+
+def pooled_cnn_train_step(params, x, labels):
+    def loss(params):
+        logits = pooled_cnn(params, x)
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(logits) * jax.nn.one_hot(labels, 5), axis=-1))
+
+    value, grads = jax.value_and_grad(loss)(params)
+    return value, _sgd(params, grads)
+
+
+def _pooled_cnn_args():
+    rng = _rng(47)
+    params = {
+        "k1": _normal(rng, 3, 3, 3, 24, scale=0.3),
+        "b1": _normal(rng, 24, scale=0.1),
+        "k2": _normal(rng, 3, 3, 24, 32, scale=0.1),
+        "w": _normal(rng, 32, 5, scale=0.5),
+    }
+    return params, _normal(rng, 2, 16, 16, 3), _ints(rng, 0, 5, 2)
+
+
 # Multi-head attention -----------------------------------------------------------------------
 
 HEADS = 4
@@ -988,6 +1020,8 @@ PROGRAMS: tuple[Program, ...] = (
     Program("convnet", convnet, _convnet_forward_args),
     Program("convnet_grad", convnet_grad, _convnet_args),
     Program("convnet_train_step", convnet_train_step, _convnet_args),
+    Program("pooled_cnn", pooled_cnn, lambda: _pooled_cnn_args()[:2]),
+    Program("pooled_cnn_train_step", pooled_cnn_train_step, _pooled_cnn_args),
     Program("attention", attention, _attention_forward_args),
     Program("attention_grad", attention_grad, _attention_args),
     Program("attention_train_step", attention_train_step, _attention_args),

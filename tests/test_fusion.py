@@ -9,8 +9,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 import pytest
+from xdsl.context import Context
+
 import library_programs
-from corpus_programs import PROGRAMS as CORPUS
+from corpus_programs import BY_NAME, PROGRAMS as CORPUS
 from differential import AS_TRACED, check_program
 from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
@@ -18,7 +20,8 @@ from test_random_programs import CopiedBytes, check_random_program
 import jaxalloc
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import dtype_of
-from jaxalloc.passes.fusion import FusedBinding
+from jaxalloc.passes.fusion import FusedBinding, FusePass
+from jaxalloc.passes.schedule import module_bound
 
 FUSE = ("jx-dce", "jx-fuse")
 
@@ -149,3 +152,46 @@ def test_a_loop_body_fuses_up_to_its_own_peak():
               for p in (AS_TRACED, FUSE)]
     assert bounds[1] <= bounds[0]
     check_program(_adaptive_steps, *ADAPTIVE_ARGS, mode="checked", passes=FUSE)
+
+
+def _fused_with(program_name: str, library: bool):
+    """A corpus program's module after `jx-dce` and `jx-fuse{library=...}`."""
+    program = BY_NAME[program_name]
+    module = jaxalloc.planned(program.fn, passes=("jx-dce",)).lower(*program.make_args()).clone()
+    FusePass(library=library).apply(Context(), module)
+    return module
+
+
+def _convolutions(module) -> tuple[int, int]:
+    """The convolutions of a module: (inside fused ops, outside them)."""
+    convs = [op for op in module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "conv_general_dilated"]
+    inside = sum(isinstance(op.parent_op(), jx.FusedOp) for op in convs)
+    return inside, len(convs) - inside
+
+
+def test_a_cnn_is_one_library_graph_on_the_cpu():
+    """XLA's CPU backend hands a CNN's convolutions, biases, ReLUs and pools, up to the mean's sum, to
+    its library as one graph: `library=true` makes them one fused op, whose inner values (megabytes
+    in a real CNN) are never planned; without it the convolutions stay ops of their own."""
+    library, plain = _fused_with("pooled_cnn", True), _fused_with("pooled_cnn", False)
+    assert _convolutions(plain) == (0, 2)
+    assert _convolutions(library) == (2, 0)
+    assert [_convolutions(op) for op in library.walk() if isinstance(op, jx.FusedOp)] == [(2, 0), (0, 0)]
+    assert module_bound(library) < module_bound(plain)
+
+
+def test_only_what_the_library_computes_joins_its_graph():
+    """An NCHW convolution is not the library's (it stays an op of its own), and a convolution whose
+    result the backward pass reads again is not fused away."""
+    assert _convolutions(_fused_with("convnet", True))[0] == 0
+    module = _fused_with("pooled_cnn_train_step", True)
+    for op in module.walk():
+        if isinstance(op, jx.PrimOp) and op.primitive.data == "conv_general_dilated" and isinstance(op.parent_op(), jx.FusedOp):
+            assert all(use.operation.parent_op() is op.parent_op() for use in op.results[0].uses)
+
+
+@pytest.mark.parametrize("mode", ["arena", "checked", "compiled"])
+def test_a_library_graph_equals_jit(mode):
+    program = BY_NAME["pooled_cnn"]
+    planned = check_program(program.fn, *program.make_args(), mode=mode, name=program.name)
+    assert planned.last_run.copied_bytes == 0

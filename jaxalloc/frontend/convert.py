@@ -117,6 +117,8 @@ def _printable(value: Any) -> str:
     if callable(value):
         return getattr(value, "__name__", type(value).__name__)
     text = str(value)
+    if isinstance(value, lax.ConvDimensionNumbers):
+        return text  # whole: the layout decides how XLA runs the convolution (`library_graphs`)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

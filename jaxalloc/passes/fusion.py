@@ -31,6 +31,7 @@ from xdsl.rewriter import Rewriter
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import BindTable
 from jaxalloc.frontend.types import byte_size
+from jaxalloc.passes import library_graphs
 from jaxalloc.passes.schedule import module_bound
 from jaxalloc.planning.inplace import ELEMENTWISE, is_view
 from jaxalloc.planning.liveness import defined_in
@@ -53,14 +54,20 @@ _REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"
 """Reductions end a fusion, as in XLA: the elementwise chain they read is computed as they read it."""
 
 
-def _ends_fusion(op: Operation) -> bool:
+def _ends_fusion(op: Operation, library: bool = False) -> bool:
+    """A reduction, or with `library` a window reduction the library computes (`library_graphs`)."""
+    if library and library_graphs.window_reduction(op):
+        return True
     return isinstance(op, jx.PrimOp) and op.primitive.data in _REDUCTIONS and len(op.operands) == 1 and len(op.results) == 1
 
 
-def _reads_elementwise(reader: Operation, op: Operation) -> bool:
+def _reads_elementwise(reader: Operation, op: Operation, library: bool = False) -> bool:
     """Whether `reader`, a fusible op or a reduction, reads `op`'s result element by element as its
-    fusion computes it: an op of its shape, or a reduction of it."""
-    return _ends_fusion(reader) or _shape(reader) == _shape(op)
+    fusion computes it: an op of its shape, or a reduction of it (not a convolution that joined a
+    library graph, which reads neighbours)."""
+    if library and library_graphs.producer(reader):
+        return False
+    return _ends_fusion(reader, library) or _shape(reader) == _shape(op)
 
 
 def _joins_readers(op: Operation) -> bool:
@@ -206,29 +213,52 @@ def _bytes(value: SSAValue, alignment: int = SLOT) -> int:
     return -(-byte_size(value.type) // alignment) * alignment
 
 
-def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operation]]:
+def _choose(lives: _Lives, kept: set[Operation], library: bool = False) -> dict[Operation, set[Operation]]:
     """For every fusible op of the block, the fusions it runs in (itself alone where it stays an op of
     its own). Ops are taken last to first, so that the fusions of each reader are known: an op joins
     those of its readers if every reader is a fusible op of its shape in this block or a reduction of
     it, and, where those are several fusions, if it is cheap and the chain recomputed is short. Ops in
-    `kept` stay."""
+    `kept` stay. With `library`, a window reduction ends a fusion too, and a convolution joins the
+    one fusion its readers are in where that is a library graph (`library_graphs`): one started by a
+    window reduction or a reduction, every other member an op the library computes; the (window)
+    reduction that such a convolution alone reads joins it too, with what feeds it."""
     roots: dict[Operation, set[Operation]] = {}
     duplicated: dict[Operation, int] = {}
+    graphs: set[Operation] = set()  # roots of the library graphs whose members so far the library computes
     for op in reversed(lives.ops):
         broadcast = _joins_readers(op)
-        if not fusible(op) and not broadcast and not _ends_fusion(op):
+        producer = library and library_graphs.producer(op)
+        if not fusible(op) and not broadcast and not producer and not _ends_fusion(op, library):
             continue
         roots[op] = {op}
-        if _ends_fusion(op):
+        if _ends_fusion(op, library):
+            if library and library_graphs.root(op):
+                graphs.add(op)
+                # the graph grows on up through the convolution it feeds, if that joined a graph
+                readers = _readers(op, lives.block)
+                reader = readers[0] if len(readers) == 1 else None
+                if op not in kept and library_graphs.producer(reader) and reader not in roots.get(reader, {reader}) \
+                        and roots[reader] <= graphs:
+                    roots[op], duplicated[op] = roots[reader], 0
+                    graphs.discard(op)
             continue
         readers = _readers(op, lives.block)
         # only into readers of its shape (or reductions of it): XLA computes an expression of smaller
         # operands once, before the loop over elements, in memory of its own that no plan would see
-        if op in kept or not readers or not all(r in roots and _reads_elementwise(r, op) for r in readers):
+        if op in kept or not readers or not all(r in roots and _reads_elementwise(r, op, library) for r in readers):
             continue
         if broadcast and any(r.primitive.data in _HOISTED or _joins_readers(r) for r in readers):
             continue
         into = set().union(*(roots[r] for r in readers))
+        if producer:
+            if len(into) == 1 and into <= graphs:
+                roots[op], duplicated[op] = into, 0
+            continue
+        if library and not library_graphs.member(op):
+            # outside what the library computes: a window reduction reads it from a buffer of XLA's
+            if any(library_graphs.window_reduction(r) for r in into):
+                continue
+            graphs -= into
         chain = 1 + max(duplicated.get(r, 0) for r in readers) if len(into) > 1 else 0
         if chain > MAX_DUPLICATED or chain and op.primitive.data in _EXPENSIVE:
             continue
@@ -236,7 +266,7 @@ def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operatio
     return roots
 
 
-def fuse_block(block: Block, budget: int | None = None) -> int:
+def fuse_block(block: Block, budget: int | None = None, library: bool = False) -> int:
     """Fuse the elementwise groups of `block` (not of nested blocks); returns how many it made.
 
     A moved op's operands are read where its fusions run, later than before: where that makes a step
@@ -246,7 +276,7 @@ def fuse_block(block: Block, budget: int | None = None) -> int:
     farther than that op), and the choice is made again."""
     lives = _Lives(block, budget)
     kept: set[Operation] = set()
-    while culprits := lives.rises(roots := _choose(lives, kept)):
+    while culprits := lives.rises(roots := _choose(lives, kept, library)):
         kept |= {_last_moved(op, roots, block) for op in culprits}
     groups: dict[Operation, list[Operation]] = {}
     for op in lives.ops:
@@ -310,29 +340,33 @@ class FusedBinding:
 
 @dataclass(frozen=True)
 class FusePass(ModulePass):
-    """Groups elementwise chains into `jx.fused` ops in every block, loop bodies and branches included."""
+    """Groups elementwise chains into `jx.fused` ops in every block, loop bodies and branches included;
+    `library=true` fuses as XLA's CPU backend does, which hands convolutions and window reductions
+    with the elementwise ops around them to YNNPACK as one graph (`library_graphs`)."""
 
     name = "jx-fuse"
+
+    library: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Of two choices of fusions (of a module with one function), the one whose plan has the lower
         bound, if it is no higher than the bound before: the fusions within that bound, or those that
         leave every step at most as full as before (fewer fusions may plan lower); else none."""
         if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
-            fuse_module(op)
+            fuse_module(op, library=self.library)
             return
         before = module_bound(op.clone())
         bounds = {}
         for budget in (before, None):
             trial = op.clone()
-            fuse_module(trial, budget)
+            fuse_module(trial, budget, self.library)
             bounds[budget] = module_bound(trial)
         budget = min(bounds, key=lambda b: bounds[b])  # the first of equals: the bound before
         if bounds[budget] <= before:
-            fuse_module(op, budget)
+            fuse_module(op, budget, self.library)
 
 
-def fuse_module(module: ModuleOp, budget: int | None = None) -> None:
+def fuse_module(module: ModuleOp, budget: int | None = None, library: bool = False) -> None:
     """Fuse in every block, loop bodies and branches included; `budget` bounds the function's own
     block, and each nested block's own peak the longer lives of its one-slot values (`OWN_PEAK`)."""
     for inner in module.walk():
@@ -340,4 +374,4 @@ def fuse_module(module: ModuleOp, budget: int | None = None) -> None:
             continue
         for region in inner.regions:
             for block in region.blocks:
-                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else OWN_PEAK)
+                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else OWN_PEAK, library)
