@@ -366,8 +366,10 @@ class CompiledFunctions(ArenaFunctions):
             read[k] = loaded if isinstance(values[k], At) else _chosen(values[k], loaded)
         return read
 
-    def encode(self, value, kind: str, layout: Layout, owner: Operation, position: int):
-        """`value` as a loop or branch carries it (`kind`); raises `_Widen` where it cannot be."""
+    def encode(self, value, kind: str, layout: Layout, owner: Operation, position: int, carried=None):
+        """`value` as a loop or branch carries it (`kind`); raises `_Widen` where it cannot be. A value
+        in the arena carried as `Either` hands on the array the `carried` one held (a loop's round
+        passes it through unchanged, which XLA neither copies nor computes every round)."""
         have = kind_of(value)
         if have == kind == "at":
             return At(_int32(value.offset))
@@ -376,7 +378,8 @@ class CompiledFunctions(ArenaFunctions):
         if kind != "either":
             raise _Widen(owner, position, "either")
         if isinstance(value, At):
-            return Either(jnp.bool_(True), _int32(value.offset), from_bytes(jnp.zeros(layout.nbytes, jnp.uint8), layout))
+            unused = carried.value if isinstance(carried, Either) else from_bytes(jnp.zeros(layout.nbytes, jnp.uint8), layout)
+            return Either(jnp.bool_(True), _int32(value.offset), unused)
         if isinstance(value, Either):
             return Either(jnp.asarray(value.inside, jnp.bool_), _int32(value.offset), value.value)
         return Either(jnp.bool_(False), jnp.int32(0), value)
@@ -616,7 +619,7 @@ class CompiledFunctions(ArenaFunctions):
             self.base = self.base & round_  # still 0, but no longer the same in every round
             following = self.step(interpreter, op, rings, args, layouts, round_, state)
             go = self.test(interpreter, op, following)
-            return self.threaded, round_ + 1, go, self.encode_all(op, following, kinds, layouts)
+            return self.threaded, round_ + 1, go, self.encode_all(op, following, kinds, layouts, state)
 
         start = self.threaded
         while True:
@@ -633,8 +636,9 @@ class CompiledFunctions(ArenaFunctions):
             self.wrong_rounds = self.wrong_rounds | (rounds != op.rounds.data)
         return state
 
-    def encode_all(self, owner: Operation, values, kinds, layouts) -> tuple:
-        return tuple(self.encode(v, k, l, owner, i) for i, (v, k, l) in enumerate(zip(values, kinds, layouts)))
+    def encode_all(self, owner: Operation, values, kinds, layouts, carried=None) -> tuple:
+        carried = carried or (None,) * len(values)
+        return tuple(self.encode(v, k, l, owner, i, c) for i, (v, k, l, c) in enumerate(zip(values, kinds, layouts, carried)))
 
     def ring(self, views: ViewsAttr) -> _Ring:
         """A multi-view in the round being run of the enclosing loop (`ViewsAttr.within`)."""
