@@ -16,7 +16,6 @@ from typing import Any, overload
 import jax
 import numpy as np
 from jax._src import api_util, core
-from jax._src.lax import lax as lax_internal
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
@@ -25,7 +24,9 @@ from jaxalloc.allocators import get_allocator
 from jaxalloc.checks.sanitizer import CheckedFunctions
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.execution.compiled import CompiledFunctions, CompiledRun
-from jaxalloc.execution.interpreter import ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter
+from jaxalloc.execution.interpreter import (
+    ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter, weak_type, with_weak_type,
+)
 from jaxalloc.frontend.convert import Converted, convert
 from jaxalloc.passes.canonicalize import CanonicalizePass, canonicalize
 from jaxalloc.passes.dead_code import DeadCodePass
@@ -100,22 +101,6 @@ class _OpCounter:
         pass
 
 
-def _weak_type(value) -> bool:
-    """Whether `value` is weakly typed: the attribute of a jax array, without making its aval."""
-    weak = getattr(value, "weak_type", None)
-    return jax.typeof(value).weak_type if weak is None else weak
-
-
-def _with_weak_type(value, aval):
-    """`value` typed as the jaxpr says: op-by-op execution can lose weak types that jit keeps
-    (e.g. `dynamic_update_slice` of a weakly typed buffer), or keep one the jaxpr drops (a loop
-    result that is a weakly typed init operand read in place), which changes later promotion."""
-    weak = getattr(aval, "weak_type", False)
-    if weak != _weak_type(value):
-        return lax_internal._convert_element_type(value, aval.dtype, weak_type=weak)
-    return value
-
-
 @dataclass
 class _Traced:
     """What one input signature traced to, its plans, and what runs them."""
@@ -151,7 +136,7 @@ class _Traced:
         interpreter = make_interpreter(module, functions, listeners)
         outputs = interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
         copied = functions.copied_bytes if isinstance(functions, ArenaFunctions) else 0
-        outputs = tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals))
+        outputs = tuple(map(with_weak_type, outputs, self.closed_jaxpr.out_avals))
         if planned.mode == "eager":  # the arena modes deleted the donated arrays as the call started
             for k in self.donated:
                 if not any(o is flat_args[k] for o in outputs):  # returned as it is: the caller's result
@@ -166,12 +151,13 @@ class _Traced:
             plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
             functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
             kernel = self.kernels[key] = CompiledRun(
-                plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated
+                plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
+                self.closed_jaxpr.out_avals,
             )
         outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
             raise JaxallocError("a jx.while that says how many rounds it runs ran another number: its `rounds` is wrong")
-        return tuple(map(_with_weak_type, outputs, self.closed_jaxpr.out_avals)), kernel.arena_bytes, copied
+        return outputs, kernel.arena_bytes, copied
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
@@ -411,7 +397,7 @@ class Planned:
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
         if self.static_argnums or self.static_argnames or not all(isinstance(x, jax.Array) for x in leaves):
             return None, leaves
-        return (treedef, tuple((x.shape, x.dtype, _weak_type(x)) for x in leaves)), leaves
+        return (treedef, tuple((x.shape, x.dtype, weak_type(x)) for x in leaves)), leaves
 
     def __call__(self, *args, **kwargs):
         key, flat_args = self._arrays_key(args, kwargs)

@@ -85,7 +85,7 @@ from xdsl.ir import Operation
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.execution.arena import WORDS, Layout, from_bytes, from_words, layout_of, read_bytes, to_words
-from jaxalloc.execution.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice
+from jaxalloc.execution.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice, with_weak_type
 
 
 @dataclass(frozen=True)
@@ -910,8 +910,11 @@ class CompiledRun:
     """One planned module as one jitted function over a persistent, donated arena."""
 
     def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
-                 donated: Sequence[int] = ()):
+                 donated: Sequence[int] = (), out_avals: Sequence[Any] = ()):
         self.arena_bytes, self.donated, self.functions = arena_bytes, tuple(donated), functions
+        # the outputs' types: the kernel gives them their weak types, as `jax.jit` does, where a
+        # conversion after each call would cost a dispatch of its own
+        self.out_avals = tuple(out_avals)
         self.module, self.func_name = module, func_name
         granule = _granule(module, arena_bytes)
         self.word = functions.word = WORDS[min(granule, 4)]
@@ -930,6 +933,8 @@ class CompiledRun:
             interpreter = Interpreter(module)
             interpreter.register_implementations(functions)
             outputs = interpreter.call_op(func_name, (arena, *args))
+            if self.out_avals:
+                outputs = tuple(map(with_weak_type, outputs, self.out_avals))
             low, high = functions.copied
             status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
             return functions.bytes, status, outputs

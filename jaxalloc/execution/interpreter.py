@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax._src.lax import lax as lax_internal
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import (
     Interpreter,
@@ -392,3 +393,19 @@ def make_interpreter(module: ModuleOp, functions: JxFunctions, listeners=()) -> 
     interpreter = Interpreter(module, listeners=tuple(listeners))
     interpreter.register_implementations(functions)
     return interpreter
+
+
+def weak_type(value) -> bool:
+    """Whether `value` is weakly typed: the attribute of a jax array, without making its aval."""
+    weak = getattr(value, "weak_type", None)
+    return jax.typeof(value).weak_type if weak is None else weak
+
+
+def with_weak_type(value, aval):
+    """`value` typed as the jaxpr says: op-by-op execution can lose weak types that jit keeps
+    (e.g. `dynamic_update_slice` of a weakly typed buffer), or keep one the jaxpr drops (a loop
+    result that is a weakly typed init operand read in place), which changes later promotion."""
+    weak = getattr(aval, "weak_type", False)
+    if weak != weak_type(value):
+        return lax_internal._convert_element_type(value, aval.dtype, weak_type=weak)
+    return value
