@@ -236,10 +236,8 @@ def _choose(lives: _Lives, kept: set[Operation], library: bool = False) -> dict[
                 graphs.add(op)
                 # the graph grows on up through the convolution it feeds, if that joined a graph
                 readers = _readers(op, lives.block)
-                reader = readers[0] if len(readers) == 1 else None
-                if op not in kept and library_graphs.producer(reader) and reader not in roots.get(reader, {reader}) \
-                        and roots[reader] <= graphs:
-                    roots[op], duplicated[op] = roots[reader], 0
+                if op not in kept and len(readers) == 1 and _joined_graph(readers[0], roots, graphs):
+                    roots[op], duplicated[op] = roots[readers[0]], 0
                     graphs.discard(op)
             continue
         readers = _readers(op, lives.block)
@@ -264,6 +262,11 @@ def _choose(lives: _Lives, kept: set[Operation], library: bool = False) -> dict[
             continue
         roots[op], duplicated[op] = into, chain
     return roots
+
+
+def _joined_graph(op: Operation, roots: dict[Operation, set[Operation]], graphs: set[Operation]) -> bool:
+    """Whether `op` is a convolution that joined a library graph, one of `graphs`."""
+    return library_graphs.producer(op) and op not in roots.get(op, {op}) and roots[op] <= graphs
 
 
 def fuse_block(block: Block, budget: int | None = None, library: bool = False) -> int:
