@@ -21,9 +21,11 @@ from jaxalloc.dialects import jx
 from jaxalloc.execution import compiled
 from jaxalloc.frontend.types import byte_size
 
-RANDOM_SEEDS = (*range(12), 814)
+RANDOM_SEEDS = (*range(12), 351, 814, 1158)
 """Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more. Seeds
-5 and 814 have small loops whose one-kernel calls take constants (`CompiledFunctions.one_kernel`)."""
+5 and 814 have small loops whose one-kernel calls take constants (`CompiledFunctions.one_kernel`);
+XLA copied the arena of 351 and 1158 where it found a small written value to be a constant
+(`PINNED_WRITE_WORDS`)."""
 
 def _kernel(planned: jaxalloc.Planned):
     (traced,) = planned._cache.values()

@@ -27,7 +27,9 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   (the operands of an op with several placed results) is read once into a buffer of its own
   (`_pinned`). A write is cheap in XLA's eyes where its value is one word or a
   broadcast: a value of one word is written as two (the second is its slot's padding, where every
-  slot holds two words), a broadcast is pinned first (`_spreads`).
+  slot holds two words), a broadcast is pinned first (`_spreads`), and so is every small write
+  outside a one-kernel loop, whose value XLA's simplifier may find to be a constant
+  (`PINNED_WRITE_WORDS`).
 - A read of the arena by an op that indexes into its operand (`dynamic_slice`, `gather`,
   `scatter`: `INDEXED`) is behind a barrier of its own (`arena.read_bytes`), so XLA cannot merge
   the arena slice with the op's own index (the merged slice would clamp its start to the arena,
@@ -301,6 +303,7 @@ class CompiledFunctions(ArenaFunctions):
         words = to_words(value, layout, self.word)
         if words.size == 1 and self.paddable:  # the other word is the slot's own padding
             words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
+        spread = spread or words.size <= PINNED_WRITE_WORDS and not self._in_one_kernel
         self.put(words, self.base + offset // self.word.itemsize, spread)
         return At(offset)
 
@@ -770,6 +773,14 @@ GROUPED_READ_BYTES = 1024
 """Operands of at most this size are read together (`read_operands`): for them a kernel costs more
 than copying their bytes, where a larger operand is read where it lies (XLA hands a slice of the
 arena to a matrix product without a copy)."""
+
+
+PINNED_WRITE_WORDS = 8
+"""Writes of at most this many words are pinned (`put`), but in a loop compiled into one kernel:
+XLA's simplifier may find such a value to be a constant (`x ^ x` is 0), a write cheap enough to
+repeat inside a later read, which then reads the arena before the write and makes XLA copy it.
+Reading a few words costs little beside the write's own kernel; in one kernel it would slow every
+op of the loop."""
 
 
 SPREADING = frozenset({"broadcast_in_dim", "iota"})
