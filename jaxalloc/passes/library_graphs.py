@@ -4,7 +4,8 @@ On the CPU, XLA starts a library fusion at a window reduction or a reduction and
 the elementwise ops that feed it and through a convolution that feeds those: a CNN's
 convolution, bias, ReLU and pooling run as one YNNPACK graph, and neither the convolution's result
 nor the ReLU's is ever a buffer of XLA's. A plan that keeps them gives the arena megabytes XLA never
-holds, and the compiled arena writes and reads them back (a CNN twice as slow as `jax.jit`).
+holds, and the compiled arena would write and read them back (the benchmark CNN ran at half
+`jax.jit`'s speed so).
 
 The rules are a conservative subset of XLA's (`xla/backends/cpu/ynn_support.cc`): float32 or
 float64 values; elementwise ops YNNPACK computes, of at least `PREFERRED_ELEMENTS` elements; window
