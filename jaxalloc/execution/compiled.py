@@ -381,7 +381,7 @@ class CompiledFunctions(ArenaFunctions):
         if kind != "either":
             raise _Widen(owner, position, "either")
         if isinstance(value, At):
-            unused = carried.value if isinstance(carried, Either) else from_bytes(jnp.zeros(layout.nbytes, jnp.uint8), layout)
+            unused = carried.value if isinstance(carried, Either) else _zeros(layout)
             return Either(jnp.bool_(True), _int32(value.offset), unused)
         if isinstance(value, Either):
             return Either(jnp.asarray(value.inside, jnp.bool_), _int32(value.offset), value.value)
@@ -736,8 +736,12 @@ def _placeholder(kind: str, layout: Layout):
     """What a conditional whose branch does not run hands on for a result of `kind`."""
     if kind == "at":
         return At(jnp.int32(0))
-    value = from_bytes(jnp.zeros(layout.nbytes, jnp.uint8), layout)
-    return value if kind == "value" else Either(jnp.bool_(False), jnp.int32(0), value)
+    return _zeros(layout) if kind == "value" else Either(jnp.bool_(False), jnp.int32(0), _zeros(layout))
+
+
+def _zeros(layout: Layout):
+    """A value of `layout` that no one reads: where a kind holds an array, but not this time."""
+    return from_bytes(jnp.zeros(layout.nbytes, jnp.uint8), layout)
 
 
 INDEXED = frozenset(

@@ -86,14 +86,7 @@ class Rebinder:
         it is None (not printed), `UNREADABLE` where the printed form does not parse."""
         if self.table is not None:
             return self.table[op.key.data].params.get(name)
-        text = op.params.data.get(name)
-        if text is None:
-            return None
-        try:
-            value = ast.literal_eval(_PRECISION.sub(r"'\1'", _NUMPY_SCALAR.sub(r"\1", text.data)))
-            return _precisions(value) if name == "precision" else value
-        except (ValueError, SyntaxError, KeyError):
-            return UNREADABLE
+        return printed_param(op, name)
 
     def _key(self, primitive, params: dict[str, Any]) -> int:
         if self.table is not None:
@@ -126,6 +119,19 @@ class Rebinder:
         key = self._key(primitive, dict(params))
         result_type = TensorType(value.type.element_type, shape)
         return _located(jx.PrimOp("reshape", key, [value], [result_type], printable_params(params)), like)
+
+
+def printed_param(op: jx.PrimOp, name: str) -> Any:
+    """A bind parameter of `op` parsed from its printed form: None where it is not printed,
+    `UNREADABLE` where the printed form does not parse."""
+    text = op.params.data.get(name)
+    if text is None:
+        return None
+    try:
+        value = ast.literal_eval(_PRECISION.sub(r"'\1'", _NUMPY_SCALAR.sub(r"\1", text.data)))
+        return _precisions(value) if name == "precision" else value
+    except (ValueError, SyntaxError, KeyError):
+        return UNREADABLE
 
 
 def _precisions(value: Any) -> Any:

@@ -227,11 +227,11 @@ def _choose(lives: _Lives, kept: set[Operation], library: bool = False) -> dict[
     graphs: set[Operation] = set()  # roots of the library graphs whose members so far the library computes
     for op in reversed(lives.ops):
         broadcast = _joins_readers(op)
-        producer = library and library_graphs.producer(op)
-        if not fusible(op) and not broadcast and not producer and not _ends_fusion(op, library):
+        producer, ends = library and library_graphs.producer(op), _ends_fusion(op, library)
+        if not fusible(op) and not broadcast and not producer and not ends:
             continue
         roots[op] = {op}
-        if _ends_fusion(op, library):
+        if ends:
             if library and library_graphs.root(op):
                 graphs.add(op)
                 # the graph grows on up through the convolution it feeds, if that joined a graph

@@ -15,7 +15,6 @@ features. An op outside them is fused as XLA fuses it without the library, or no
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 
@@ -23,6 +22,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import Operation
 
 from jaxalloc.dialects import jx
+from jaxalloc.passes.canonicalize import UNREADABLE, printed_param
 
 ELEMENTWISE = frozenset({
     "abs", "add", "ceil", "convert_element_type", "cos", "div", "erf", "exp", "expm1", "floor", "log",
@@ -51,11 +51,9 @@ def _preferred(op: Operation) -> bool:
 
 
 def _param(op: jx.PrimOp, name: str):
-    text = op.params.data.get(name)
-    try:
-        return ast.literal_eval(text.data) if text is not None else None
-    except (ValueError, SyntaxError):
-        return None
+    """A bind parameter from its printed form, None where it is not printed or does not parse."""
+    value = printed_param(op, name)
+    return None if value is UNREADABLE else value
 
 
 def _prim(op: Operation, names: frozenset[str]) -> bool:
