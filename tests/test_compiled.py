@@ -89,6 +89,46 @@ def test_the_kernel_never_copies_the_arena():
     assert kernel.arena_copies(executable) == 0
 
 
+def _with_offsets(arena, base, x):
+    def window(start):
+        return lax.dynamic_slice(arena, (start,), (2,), allow_negative_indices=False)
+
+    return window(base + 4), base * 3 + 4, window(base + 6), x + 4.0
+
+
+def test_offsets_become_arguments():
+    """`offsets_as_arguments`: each int32 constant a top-level addition takes is read from one new
+    argument per value; an offset counted from `base` is that argument itself; nothing else changes."""
+    args = (jnp.arange(10, dtype=jnp.uint32), jnp.int32(0), jnp.float32(1.5))
+    closed, words = compiled.offsets_as_arguments(jax.make_jaxpr(_with_offsets)(*args))
+    assert words == (4, 6)
+    adds = [e for e in closed.jaxpr.eqns if e.primitive is lax.add_p]
+    assert len(adds) == 2  # `base * 3 + 4` and `x + 4.0`; both `base + ...` are the arguments
+    assert not any(isinstance(v, jax.extend.core.Literal) and v.aval.dtype == jnp.int32 for e in adds for v in e.invars)
+    got = jax.extend.core.jaxpr_as_fun(closed)(*args, *map(jnp.int32, words))
+    for a, b in zip(got, _with_offsets(*args), strict=True):
+        assert jnp.array_equal(a, b)
+
+
+def _layers(w, x):
+    for _ in range(4):
+        x = jnp.tanh(x @ w) * 0.5 + x
+    return x
+
+
+def test_the_kernel_takes_its_offsets_as_arguments():
+    """XLA compiles each distinct fusion once; a read or a write with its offset a constant inside it
+    is distinct from all others, so the kernel's top-level reads and writes take theirs as arguments."""
+    w, x = jnp.eye(64) * 0.5, jnp.ones((32, 64))
+    planned = check_program(_layers, w, x, mode="compiled")
+    kernel = _kernel(planned)
+    jaxpr = kernel.traced([w, x]).jaxpr.jaxpr
+    assert len(jaxpr.invars) == 2 + len(kernel._offsets) + 2 and len(kernel._offsets) >= 2
+    for e in jaxpr.eqns:
+        if e.primitive in (lax.dynamic_slice_p, lax.dynamic_update_slice_p):
+            assert not any(isinstance(v, jax.extend.core.Literal) for v in e.invars[1:])
+
+
 def _gates(w, x):
     """One op with four placed results (`split`), each written where it is planned."""
     i, f, g, o = jnp.split(x @ w, 4, axis=1)
@@ -278,7 +318,7 @@ def test_a_loop_hands_on_the_argument_its_first_round_read_unchanged():
     b = jnp.linspace(-1.0, 1.0, 256)
     planned = check_program(_power_iteration, a, b, mode="compiled")
     kernel = _kernel(planned)
-    jaxpr = kernel.kernel.trace(kernel.arena, kernel._base, a, b).jaxpr
+    jaxpr = kernel.traced([a, b]).jaxpr
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "while"]
     assert [v for v in loop.params["body_jaxpr"].jaxpr.outvars if v.aval.shape == b.shape] == []
 

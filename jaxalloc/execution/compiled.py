@@ -16,7 +16,8 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   cannot see: it cannot prove two offsets equal or apart, so it neither forwards a value written
   at one offset to a later read of it nor moves a read across a write. In a loop's body it is
   `base & round` (still 0), so XLA does not hoist each offset out of the loop into a value the
-  loop carries, hundreds of them in a long body.
+  loop carries, hundreds of them in a long body. Outside loops each offset is an argument of the
+  kernel (`offsets_as_arguments`), which XLA cannot see either.
 - XLA orders work by data alone (on the CPU `lax.optimization_barrier` is gone before fusion, so
   it orders nothing), and it copies the whole arena wherever bytes are read after a write has
   changed them in place. So every value computed out of the arena goes back into it (the plan
@@ -76,6 +77,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -921,6 +923,44 @@ _ZERO = np.int32(0)
 """The kernel's argument `base`."""
 
 
+def offsets_as_arguments(closed: jax.extend.core.ClosedJaxpr) -> tuple[jax.extend.core.ClosedJaxpr, tuple[int, ...]]:
+    """The kernel with each int32 constant its top-level additions take (an offset counted from
+    `base`) read from a new argument instead, one per value, after its own; and those values.
+
+    XLA compiles each distinct fusion once, and a read or a write of the arena whose offset is a
+    constant inside it is distinct from every other: with the offsets as arguments, the reads and
+    writes of one shape are one fusion (the transformer training step: 676 distinct fusions of
+    1,036 otherwise). An offset counted from the kernel's own `base` (0) is the argument itself: an
+    addition of two arguments that several fusions read would be a kernel of its own, and XLA runs
+    independent kernels on its thread pool, which slowed a loop's rounds. Loop bodies keep their
+    constants, which would each be carried through the loop."""
+    jaxpr = closed.jaxpr
+    base = jaxpr.invars[1]
+    words: dict[int, jax.extend.core.Var] = {}
+    renamed: dict[Any, Any] = {}
+
+    def argument(v):
+        if isinstance(v, jax.extend.core.Literal) and v.aval.shape == () and v.aval.dtype == np.int32:
+            return words.setdefault(int(v.val), jax.extend.core.Var(v.aval.update(weak_type=False)))
+        return v
+
+    def rename(v):
+        return renamed.get(v, v) if isinstance(v, jax.extend.core.Var) else v
+
+    eqns = []
+    for eqn in jaxpr.eqns:
+        eqn = eqn.replace(invars=[rename(v) for v in eqn.invars])
+        if eqn.primitive is lax.add_p:
+            invars = [argument(v) for v in eqn.invars]
+            if base in invars and invars != eqn.invars:
+                renamed[eqn.outvars[0]] = next(v for v in invars if v is not base)
+                continue
+            eqn = eqn.replace(invars=invars)
+        eqns.append(eqn)
+    jaxpr = jaxpr.replace(invars=[*jaxpr.invars, *words.values()], eqns=eqns, outvars=[rename(v) for v in jaxpr.outvars])
+    return jax.extend.core.ClosedJaxpr(jaxpr, closed.consts), tuple(words)
+
+
 class CompiledRun:
     """One planned module as one jitted function over a persistent, donated arena."""
 
@@ -937,30 +977,42 @@ class CompiledRun:
         functions.small_loops = jax.default_backend() == "cpu"
         self._arena: jax.Array | None = None
         self._compiled = False
-        self.kernel = self.trace()
+        self.kernel: Callable | None = None
+        self._offsets: tuple = ()
 
-    def trace(self):
-        """The kernel, a new function each time: `jax.jit` caches what it traced by function."""
-        module, func_name, functions = self.module, self.func_name, self.functions
+    def interpret(self, arena, base, *args):
+        """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
+        functions = self.functions
+        functions.bytes, functions.base = arena, base
+        interpreter = Interpreter(self.module)
+        interpreter.register_implementations(functions)
+        outputs = interpreter.call_op(self.func_name, (arena, *args))
+        if self.out_avals:
+            outputs = tuple(map(with_weak_type, outputs, self.out_avals))
+        low, high = functions.copied
+        status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
+        return functions.bytes, status, outputs
 
-        def kernel(arena, base, *args):
-            functions.bytes, functions.base = arena, base
-            interpreter = Interpreter(module)
-            interpreter.register_implementations(functions)
-            outputs = interpreter.call_op(func_name, (arena, *args))
-            if self.out_avals:
-                outputs = tuple(map(with_weak_type, outputs, self.out_avals))
-            low, high = functions.copied
-            status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
-            return functions.bytes, status, outputs
+    def build(self, args: Sequence[Any]) -> None:
+        """The kernel for `args`: the module interpreted once, then its offsets made arguments
+        (`offsets_as_arguments`). A new function each time: `jax.jit` caches what it traced by function."""
+        traced = jax.jit(self.interpret).trace(self._arena, self._base, *args)
+        closed, words = offsets_as_arguments(traced.jaxpr)
+        run = jax.extend.core.jaxpr_as_fun(closed)
 
-        return jax.jit(kernel, donate_argnums=(0, *(2 + k for k in self.donated)))
+        def kernel(arena, base, offsets, *args):
+            return jax.tree.unflatten(traced.out_tree, run(arena, base, *args, *offsets))
+
+        self._offsets = tuple(jax.device_put(np.int32(word)) for word in words)
+        self.kernel = jax.jit(kernel, donate_argnums=(0, *(3 + k for k in self.donated)))
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
             self._arena = jax.device_put(np.zeros(self.words, self.word))  # nothing to compile
             self._base = jax.device_put(_ZERO)  # on the device once: a host scalar is copied over at every call
+        if self.kernel is None:
+            self.build(args)
         try:
             status, outputs = self.run(args)
         except jax.errors.JaxRuntimeError:
@@ -969,7 +1021,7 @@ class CompiledRun:
             # XLA could not compile a loop into one kernel (an op its runtime library runs, which
             # `_in_one_kernel` does not know), before it ran anything: every loop as its ops' kernels
             self.functions.small_loops = False
-            self.kernel = self.trace()
+            self.build(args)
             status, outputs = self.run(args)
         self._compiled = True
         # one small transfer: reading each scalar apart costs a device-to-host round trip each
@@ -980,9 +1032,9 @@ class CompiledRun:
         if self.donated:
             with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-                self._arena, status, outputs = self.kernel(self._arena, self._base, *args)
+                self._arena, status, outputs = self.kernel(self._arena, self._base, self._offsets, *args)
         else:
-            self._arena, status, outputs = self.kernel(self._arena, self._base, *args)
+            self._arena, status, outputs = self.kernel(self._arena, self._base, self._offsets, *args)
         return status, outputs
 
     @property
@@ -995,9 +1047,13 @@ class CompiledRun:
     def arena(self) -> jax.Array | None:
         return self._arena
 
+    def traced(self, args: Sequence[Any]) -> jax.stages.Traced:
+        """The kernel traced for `args` (after a call)."""
+        return self.kernel.trace(self._arena, self._base, self._offsets, *args)
+
     def executable(self, args: Sequence[Any]):
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
-        return self.kernel.lower(self._arena, self._base, *args).compile()
+        return self.traced(args).lower().compile()
 
     def arena_copies(self, executable) -> int:
         """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place (and
