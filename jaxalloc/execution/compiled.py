@@ -924,41 +924,74 @@ _ZERO = np.int32(0)
 
 
 def offsets_as_arguments(closed: jax.extend.core.ClosedJaxpr) -> tuple[jax.extend.core.ClosedJaxpr, tuple[int, ...]]:
-    """The kernel with each int32 constant its top-level additions take (an offset counted from
-    `base`) read from a new argument instead, one per value, after its own; and those values.
+    """The kernel with each int32 constant that an addition takes (an offset counted from `base`)
+    read from a new argument instead, one per value, after its own; and those values.
 
     XLA compiles each distinct fusion once, and a read or a write of the arena whose offset is a
     constant inside it is distinct from every other: with the offsets as arguments, the reads and
     writes of one shape are one fusion (the transformer training step: 676 distinct fusions of
-    1,036 otherwise). An offset counted from the kernel's own `base` (0) is the argument itself: an
-    addition of two arguments that several fusions read would be a kernel of its own, and XLA runs
-    independent kernels on its thread pool, which slowed a loop's rounds. Loop bodies keep their
-    constants, which would each be carried through the loop."""
-    jaxpr = closed.jaxpr
-    base = jaxpr.invars[1]
+    1,036 otherwise). A loop's body takes its offsets as constants of the loop. An offset counted
+    from the kernel's own `base` (0) is the argument itself: an addition of two arguments that
+    several fusions read would be a kernel of its own, and XLA runs independent kernels on its
+    thread pool, which slowed the rounds of a loop after them."""
     words: dict[int, jax.extend.core.Var] = {}
+
+    def argument(word: int) -> jax.extend.core.Var:
+        return words.setdefault(word, _offset_var())
+
+    jaxpr = _offsets_read(closed.jaxpr, argument, base=closed.jaxpr.invars[1])
+    return jax.extend.core.ClosedJaxpr(_with_inputs(jaxpr, len(jaxpr.invars), list(words.values())), closed.consts), tuple(words)
+
+
+def _offset_var() -> jax.extend.core.Var:
+    return jax.extend.core.Var(jax.core.ShapedArray((), np.int32))
+
+
+def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None):
+    """`jaxpr` with the int32 constants of its additions read from `offset(value)` (in its loops'
+    bodies too); an addition to `base` is that value itself."""
     renamed: dict[Any, Any] = {}
 
-    def argument(v):
-        if isinstance(v, jax.extend.core.Literal) and v.aval.shape == () and v.aval.dtype == np.int32:
-            return words.setdefault(int(v.val), jax.extend.core.Var(v.aval.update(weak_type=False)))
-        return v
-
-    def rename(v):
-        return renamed.get(v, v) if isinstance(v, jax.extend.core.Var) else v
+    def atom(v):
+        if isinstance(v, jax.extend.core.Literal):
+            return offset(int(v.val)) if v.aval.shape == () and v.aval.dtype == np.int32 else v
+        return renamed.get(v, v)
 
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = eqn.replace(invars=[rename(v) for v in eqn.invars])
+        eqn = eqn.replace(invars=[renamed.get(v, v) if isinstance(v, jax.extend.core.Var) else v for v in eqn.invars])
         if eqn.primitive is lax.add_p:
-            invars = [argument(v) for v in eqn.invars]
-            if base in invars and invars != eqn.invars:
+            invars = [atom(v) for v in eqn.invars]
+            if base is not None and any(v is base for v in invars) and invars != eqn.invars:
                 renamed[eqn.outvars[0]] = next(v for v in invars if v is not base)
                 continue
             eqn = eqn.replace(invars=invars)
+        elif eqn.primitive is lax.while_p:
+            eqn = _loop_offsets_read(eqn, offset)
         eqns.append(eqn)
-    jaxpr = jaxpr.replace(invars=[*jaxpr.invars, *words.values()], eqns=eqns, outvars=[rename(v) for v in jaxpr.outvars])
-    return jax.extend.core.ClosedJaxpr(jaxpr, closed.consts), tuple(words)
+    return jaxpr.replace(eqns=eqns, outvars=[renamed.get(v, v) if isinstance(v, jax.extend.core.Var) else v for v in jaxpr.outvars])
+
+
+def _loop_offsets_read(eqn, offset: Callable[[int], Any]):
+    """A `while` whose body reads its offsets from constants of the loop, taken from `offset`."""
+    inner: dict[int, jax.extend.core.Var] = {}
+    body = eqn.params["body_jaxpr"]
+    jaxpr = _offsets_read(body.jaxpr, lambda word: inner.setdefault(word, _offset_var()))
+    if not inner:
+        return eqn
+    consts, nconsts = eqn.params["cond_nconsts"] + eqn.params["body_nconsts"], eqn.params["body_nconsts"]
+    params = dict(eqn.params, body_nconsts=nconsts + len(inner),
+                  body_jaxpr=jax.extend.core.ClosedJaxpr(_with_inputs(jaxpr, nconsts, list(inner.values())), body.consts))
+    return eqn.replace(invars=[*eqn.invars[:consts], *map(offset, inner), *eqn.invars[consts:]], params=params)
+
+
+def _with_inputs(jaxpr, position: int, new: list):
+    """`jaxpr` taking `new` inputs at `position`."""
+    names = jaxpr.debug_info.arg_names
+    if names is not None:
+        names = (*names[:position], *("offset",) * len(new), *names[position:])
+    return jaxpr.replace(invars=[*jaxpr.invars[:position], *new, *jaxpr.invars[position:]],
+                         debug_info=jaxpr.debug_info._replace(arg_names=names))
 
 
 class CompiledRun:
