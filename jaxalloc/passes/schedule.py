@@ -49,7 +49,14 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
     order for one block where that lowers the bound, within `budget` more plans."""
     blocks = list(_blocks(module))
     names = list(ORDERS)
-    bounds = {name: module_bound(_ordered(module, blocks, [name] * len(blocks)), alignment) for name in names}
+    planned: dict[tuple[str, ...], int] = {}  # a choice tried again (one block: each of the first) is not planned again
+
+    def bound_of(choice: list[str]) -> int:
+        if tuple(choice) not in planned:
+            planned[tuple(choice)] = module_bound(_ordered(module, blocks, choice), alignment)
+        return planned[tuple(choice)]
+
+    bounds = {name: bound_of([name] * len(blocks)) for name in names}
     start = min(names, key=lambda name: (bounds[name], names.index(name)))
     choice, best = [start] * len(blocks), bounds[start]
     trials = iter(range(budget))
@@ -58,7 +65,7 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
             if name == choice[b] or next(trials, None) is None:
                 continue
             tried = choice[:b] + [name] + choice[b + 1 :]
-            bound = module_bound(_ordered(module, blocks, tried), alignment)
+            bound = bound_of(tried)
             if bound < best:
                 choice, best = tried, bound
     _reorder(blocks, choice)
