@@ -321,6 +321,10 @@ def test_a_loop_hands_on_the_argument_its_first_round_read_unchanged():
     jaxpr = kernel.traced([a, b]).jaxpr
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "while"]
     assert [v for v in loop.params["body_jaxpr"].jaxpr.outvars if v.aval.shape == b.shape] == []
+    # and its body's offsets are constants of the loop (`offsets_as_arguments`)
+    body = loop.params["body_jaxpr"].jaxpr
+    assert not any(isinstance(v, jax.extend.core.Literal) and v.aval.dtype == jnp.int32
+                   for e in body.eqns if e.primitive is lax.add_p for v in e.invars)
 
 
 def _sorting(x):

@@ -16,8 +16,9 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   cannot see: it cannot prove two offsets equal or apart, so it neither forwards a value written
   at one offset to a later read of it nor moves a read across a write. In a loop's body it is
   `base & round` (still 0), so XLA does not hoist each offset out of the loop into a value the
-  loop carries, hundreds of them in a long body. Outside loops each offset is an argument of the
-  kernel (`offsets_as_arguments`), which XLA cannot see either.
+  loop carries, hundreds of them in a long body. The constant part of each offset is an argument
+  of the kernel (in a loop's body, a constant of the loop: `offsets_as_arguments`), which XLA
+  cannot see either.
 - XLA orders work by data alone (on the CPU `lax.optimization_barrier` is gone before fusion, so
   it orders nothing), and it copies the whole arena wherever bytes are read after a write has
   changed them in place. So every value computed out of the arena goes back into it (the plan
