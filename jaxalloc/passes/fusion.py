@@ -358,7 +358,7 @@ class FusePass(ModulePass):
         if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
             fuse_module(op, library=self.library)
             return
-        before = module_bound(op.clone())
+        before = module_bound(op)
         bounds = {}
         for budget in (before, None):
             trial = op.clone()

@@ -27,7 +27,6 @@ from jaxalloc.allocators import Problem
 from jaxalloc.allocators.bound import max_live
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import byte_size
-from jaxalloc.passes.assign import annotate
 from jaxalloc.planning.assignment import plan_function, plan_rows
 from jaxalloc.planning.inplace import is_view
 
@@ -49,11 +48,24 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
     order for one block where that lowers the bound, within `budget` more plans."""
     blocks = list(_blocks(module))
     names = list(ORDERS)
+    graphs = [_Dependences(block) for block in blocks]  # no order of a block changes its dependences
+    orders: dict[tuple[int, str], list[Operation]] = {}
     planned: dict[tuple[str, ...], int] = {}  # a choice tried again (one block: each of the first) is not planned again
+
+    def reorder(choice: list[str]) -> None:
+        """Each of `blocks` in place in the order `choice` names for it."""
+        for b, (block, name) in enumerate(zip(blocks, choice)):
+            if (b, name) not in orders:
+                orders[b, name] = ORDERS[name](graphs[b])
+            terminator = block.last_op
+            for op in orders[b, name]:
+                op.detach()
+                block.insert_op_before(op, terminator)
 
     def bound_of(choice: list[str]) -> int:
         if tuple(choice) not in planned:
-            planned[tuple(choice)] = module_bound(_ordered(module, blocks, choice), alignment)
+            reorder(choice)
+            planned[tuple(choice)] = module_bound(module, alignment)
         return planned[tuple(choice)]
 
     bounds = {name: bound_of([name] * len(blocks)) for name in names}
@@ -68,27 +80,8 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
             bound = bound_of(tried)
             if bound < best:
                 choice, best = tried, bound
-    _reorder(blocks, choice)
+    reorder(choice)
     return {**bounds, "best": best}
-
-
-def _ordered(module: ModuleOp, blocks: list[Block], choice: list[str]) -> ModuleOp:
-    """A copy of `module` with each of `blocks` in the order `choice` names for it."""
-    mapping: dict[Block, Block] = {}
-    copy = module.clone(block_mapper=mapping)
-    _reorder([mapping[b] for b in blocks], choice)
-    return copy
-
-
-def _reorder(blocks: list[Block], choice: list[str]) -> None:
-    """Outer blocks first: an order is computed on a block whose nested blocks may be reordered
-    already, which changes none of its own dependences."""
-    for block, name in zip(blocks, choice):
-        graph = _Dependences(block)
-        terminator = block.last_op
-        for op in ORDERS[name](graph):
-            op.detach()
-            block.insert_op_before(op, terminator)
 
 
 def module_bound(module: ModuleOp, alignment: int = 64) -> int:
@@ -96,7 +89,6 @@ def module_bound(module: ModuleOp, alignment: int = 64) -> int:
     order that computes an output early holds its memory as long as any other value's)."""
     func = next(op for op in module.ops if isinstance(op, jx.FuncOp))
     plan = plan_function(func, allocator="greedy-size", alignment=alignment, include_outputs=True)
-    annotate(func, plan)
     rows = plan_rows(func, plan)
     return max_live(Problem.from_intervals([r.size for r in rows], [r.start for r in rows], [r.end for r in rows], alignment=alignment))
 
