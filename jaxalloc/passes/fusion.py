@@ -359,14 +359,18 @@ class FusePass(ModulePass):
             fuse_module(op, library=self.library)
             return
         before = module_bound(op)
-        bounds = {}
+        trials, bounds = {}, {}
         for budget in (before, None):
-            trial = op.clone()
-            fuse_module(trial, budget, self.library)
-            bounds[budget] = module_bound(trial)
+            trials[budget] = op.clone()
+            fuse_module(trials[budget], budget, self.library)
+            bounds[budget] = module_bound(trials[budget])
         budget = min(bounds, key=lambda b: bounds[b])  # the first of equals: the bound before
         if bounds[budget] <= before:
-            fuse_module(op, budget, self.library)
+            for inner in list(op.ops):
+                inner.detach()
+            for inner in list(trials[budget].ops):
+                inner.detach()
+                op.body.block.add_op(inner)
 
 
 def fuse_module(module: ModuleOp, budget: int | None = None, library: bool = False) -> None:
