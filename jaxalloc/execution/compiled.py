@@ -933,8 +933,8 @@ def offsets_as_arguments(closed: jax.extend.core.ClosedJaxpr) -> tuple[jax.exten
     writes of one shape are one fusion (the transformer training step: 676 distinct fusions of
     1,036 otherwise). A loop's body takes its offsets as constants of the loop. An offset counted
     from the kernel's own `base` (0) is the argument itself: an addition of two arguments that
-    several fusions read would be a kernel of its own, and XLA runs independent kernels on its
-    thread pool, which slowed the rounds of a loop after them."""
+    several fusions read would be a kernel of its own, independent of the others, and three such
+    kernels slowed the CG solver's calls by about 15%."""
     words: dict[int, jax.extend.core.Var] = {}
 
     def argument(word: int) -> jax.extend.core.Var:
