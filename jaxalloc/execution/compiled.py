@@ -953,24 +953,26 @@ def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None):
     bodies too); an addition to `base` is that value itself."""
     renamed: dict[Any, Any] = {}
 
-    def atom(v):
-        if isinstance(v, jax.extend.core.Literal):
-            return offset(int(v.val)) if v.aval.shape == () and v.aval.dtype == np.int32 else v
-        return renamed.get(v, v)
+    def rename(v):
+        return renamed.get(v, v) if isinstance(v, jax.extend.core.Var) else v
 
     eqns = []
     for eqn in jaxpr.eqns:
-        eqn = eqn.replace(invars=[renamed.get(v, v) if isinstance(v, jax.extend.core.Var) else v for v in eqn.invars])
-        if eqn.primitive is lax.add_p:
-            invars = [atom(v) for v in eqn.invars]
-            if base is not None and any(v is base for v in invars) and invars != eqn.invars:
+        eqn = eqn.replace(invars=[rename(v) for v in eqn.invars])
+        if eqn.primitive is lax.add_p and any(map(_int32_constant, eqn.invars)):
+            invars = [offset(int(v.val)) if _int32_constant(v) else v for v in eqn.invars]
+            if base is not None and any(v is base for v in invars):
                 renamed[eqn.outvars[0]] = next(v for v in invars if v is not base)
                 continue
             eqn = eqn.replace(invars=invars)
         elif eqn.primitive is lax.while_p:
             eqn = _loop_offsets_read(eqn, offset)
         eqns.append(eqn)
-    return jaxpr.replace(eqns=eqns, outvars=[renamed.get(v, v) if isinstance(v, jax.extend.core.Var) else v for v in jaxpr.outvars])
+    return jaxpr.replace(eqns=eqns, outvars=[rename(v) for v in jaxpr.outvars])
+
+
+def _int32_constant(v) -> bool:
+    return isinstance(v, jax.extend.core.Literal) and v.aval.shape == () and v.aval.dtype == np.int32
 
 
 def _loop_offsets_read(eqn, offset: Callable[[int], Any]):
