@@ -10,7 +10,7 @@ import jaxalloc
 from corpus_programs import PROGRAMS
 from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.dialects import jx
-from jaxalloc.planning.assignment import plan_function
+from jaxalloc.planning.assignment import Carry, plan_function
 from jaxalloc.planning.plan import make_plan
 from random_programs import random_program
 
@@ -181,6 +181,29 @@ def test_inner_rotations_of_every_kind_are_read_where_they_lie(kind, count, mode
     rotations = _rotations_of(kind, count)
     planned = check_program(rotations, jnp.arange(4.0), mode=mode, name=f"{kind} of {count}")
     assert planned.last_run.copied_bytes == 0
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it_lies(mode):
+    """The inner loop may run no rounds, so its result is wherever its init operand was: the outer
+    loop's carried value, which dies at the inner loop, is the inner ring's one slot (in the outer
+    loop's next view), computed in place every round, and nothing moves between outer rounds. In
+    the outer loop's first round that value is the caller's argument, read where it is."""
+
+    def nested(x, counts):
+        def outer(carry, count):
+            return lax.fori_loop(0, count, lambda _, c: jnp.log1p(jnp.abs(c)), carry), None
+
+        return lax.scan(outer, x, counts)[0]
+
+    args = jnp.arange(4.0), jnp.array([2, 0, 1, 0])
+    planned = check_program(nested, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    _, plan, _, _ = planned_rows(nested, *args)
+    ((outer, carries),) = plan.carries.items()
+    body = plan.regions[outer][1][1]
+    ((_, inner),) = body.carries.items()
+    assert carries[-1].repeat == 1 and inner[-1] == Carry(1, ())
 
 
 def test_no_corpus_loop_copies_anything_between_rounds():

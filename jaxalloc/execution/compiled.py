@@ -611,8 +611,10 @@ class CompiledFunctions(ArenaFunctions):
     def loop(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
         layouts = self.layout(op).outputs
         rings = [self.ring(v) for v in op.attributes["mem.views"].data]
-        # where a ring's first slot is the init operand's memory, round 0 reads it there
-        firsts = [k for k, g in enumerate(rings) if g.slots and not g.initial]
+        # where a ring's first slot is the init operand's memory, round 0 reads it there; one that may
+        # lie outside the arena (an enclosing loop's first round reads it in place) is read where it is
+        # (`ArenaFunctions.run_while`)
+        firsts = [k for k, g in enumerate(rings) if g.slots and not g.initial and isinstance(args[k], At)]
         carried = replace(args, firsts, self.move(
             [args[k] for k in firsts], [layouts[k] for k in firsts], [rings[k].slots[0] for k in firsts]
         ))

@@ -236,8 +236,10 @@ class ArenaFunctions(JxFunctions):
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
         layouts = self.layout(op).outputs
         views = [v.within(self._next_slot) for v in op.attributes["mem.views"].data]
-        # where a ring's first slot is the init operand's memory, round 0 reads it there
-        firsts = [k for k, v in enumerate(views) if v.slots.data and not v.initial.data]
+        # where a ring's first slot is the init operand's memory, round 0 reads it there; one outside
+        # the arena (an enclosing loop's first round reads it in place) is read where it is, and
+        # reaches the ring when a round computes into it
+        firsts = [k for k, v in enumerate(views) if v.slots.data and not v.initial.data and isinstance(args[k], int)]
         self.arena.current, rounds = op, self.arena.rounds
         rounds.append([op, 0])
         carried = replace(args, firsts, self.arena.move(

@@ -312,7 +312,8 @@ class _BlockPlanner:
             group = self.members.get(root, [root])
             if (delay == 1 and readers[c, 1] == [c] and not self.external(init) and self.dies_at(init, index)
                     and init_roots.count(root) == 1 and not self.read_inside(op, root)
-                    and not any(m in self.dictated or m in self.no_fold for m in group)):
+                    and not any(m in self.no_fold for m in group)
+                    and (root in self.foldable or not any(m in self.dictated for m in group))):
                 eligible.add(c)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
         aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
