@@ -611,14 +611,9 @@ class CompiledFunctions(ArenaFunctions):
     def loop(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
         layouts = self.layout(op).outputs
         rings = [self.ring(v) for v in op.attributes["mem.views"].data]
-        # where a ring's first slot is the init operand's memory, round 0 reads it there; one that may
-        # lie outside the arena (an enclosing loop's first round reads it in place) is read where it is
+        # a ring whose first slot is the init operand's memory reads it where it lies in round 0
         # (`ArenaFunctions.run_while`)
-        firsts = [k for k, g in enumerate(rings) if g.slots and not g.initial and isinstance(args[k], At)]
-        carried = replace(args, firsts, self.move(
-            [args[k] for k in firsts], [layouts[k] for k in firsts], [rings[k].slots[0] for k in firsts]
-        ))
-        state = self.arrive(rings, 0, args, carried, layouts)
+        state = self.arrive(rings, 0, args, args, layouts)
         go = self.test(interpreter, op, state)
         kinds = [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)]
 

@@ -236,16 +236,13 @@ class ArenaFunctions(JxFunctions):
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
         layouts = self.layout(op).outputs
         views = [v.within(self._next_slot) for v in op.attributes["mem.views"].data]
-        # where a ring's first slot is the init operand's memory, round 0 reads it there; one outside
-        # the arena (an enclosing loop's first round reads it in place) is read where it is, and
-        # reaches the ring when a round computes into it
-        firsts = [k for k, v in enumerate(views) if v.slots.data and not v.initial.data and isinstance(args[k], int)]
+        # a ring's first slot is the init operand's memory (`Carry.initial` empty): round 0 reads the
+        # init operand where it lies, which in an enclosing loop's first round may be that loop's
+        # init operand (read in place, never written while the loop runs) or outside the arena; the
+        # first value the body computes goes to the slot
         self.arena.current, rounds = op, self.arena.rounds
         rounds.append([op, 0])
-        carried = replace(args, firsts, self.arena.move(
-            [args[k] for k in firsts], [layouts[k] for k in firsts], [views[k].slots.data[0].offset.data for k in firsts]
-        ))
-        state, round_ = self._outside(views, 0, self._round(views, 0, args, carried), layouts), 0
+        state, round_ = self._outside(views, 0, self._round(views, 0, args, args), layouts), 0
         outer_next, outer_views = self._next, self._views
         try:
             while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
