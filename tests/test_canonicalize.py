@@ -314,6 +314,28 @@ def test_a_diffrax_solve_keeps_no_value_of_equinox_markers():
     _checked(diffrax_neural_ode, *args)
 
 
+def test_a_loop_result_that_is_always_its_init_operand_is_read_as_that_operand():
+    """The inner loop hands back the outer carry `z` it was given, so its result is `z` after any
+    number of rounds. Read as `z`, the outer loop yields its own carry unchanged where it yielded
+    that result twice, and nothing is copied between rounds (16 bytes a checked run before)."""
+
+    def fn(x, y, n):
+        def outer(_, carry):
+            a, _, z = carry
+            _, b = lax.fori_loop(0, n, lambda i, s: (s[0] + 1.0, z), (a, z))
+            return a * 0.5, b, b
+
+        return lax.fori_loop(0, 3, outer, (x, y, y * 2.0))
+
+    args = jnp.arange(4.0), jnp.ones(4), 2
+    module, _ = _lowered(fn, *args)
+    outer = next(op for op in module.walk() if isinstance(op, jx.WhileOp))
+    body = outer.body.block
+    assert list(body.last_op.operands[2:]) == [body.args[3]] * 2  # (counter, a, b, z): z twice
+    _checked(fn, *args)
+    assert check_program(fn, *args, mode="compiled", passes=CANON).last_run.copied_bytes == 0
+
+
 def test_a_copy_of_a_value_its_block_computes_goes_unless_the_block_hands_on_both():
     def fn(x):
         t, kept = jnp.tanh(x), jnp.sin(x)

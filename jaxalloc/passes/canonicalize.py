@@ -4,7 +4,8 @@ A jaxpr writes out every layout change and round trip that XLA's algebraic simpl
 before it assigns buffers: a transpose feeding a matmul becomes the matmul's dimension numbers, a
 transpose of a transpose one transpose (or none), a round trip through a wider type nothing, a
 broadcast into an elementwise op the op's own implicit broadcasting, a division by a scalar a
-product with its reciprocal, a reduction over dimensions of size 1 a reshape (a view). Each rewrite gives the values `jax.jit` gives (XLA rewrites the same
+product with its reciprocal, a reduction over dimensions of size 1 a reshape (a view), a loop
+result that is always its init operand that operand. Each rewrite gives the values `jax.jit` gives (XLA rewrites the same
 way) and keeps a value alive longer only in place of a removed one at least as large, so no plan
 after it needs more memory.
 
@@ -456,6 +457,25 @@ class DropIdentities(RewritePattern):
             _replace(rewriter, op, op.args[0])
 
 
+@dataclass
+class LoopInvariantResult(RewritePattern):
+    """A loop position whose body yields its carried value unchanged, or hands back its own init
+    operand, holds that init operand after any number of rounds: its result's readers read the
+    init operand, as XLA's while-loop simplifier forwards such an element of a loop's state. A
+    loop that yields such a result into another position would otherwise keep a second value that
+    is always the first."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, jx.WhileOp):
+            return
+        body = op.body.block
+        for arg, value, init, result in zip(body.args, body.last_op.operands, op.inits, op.res):
+            if (value is arg or value is init) and result.uses:
+                rewriter.replace_all_uses_with(result, init)
+
+
 MARKERS = frozenset({"nonbatchable", "nondifferentiable_backward", "nontraceable", "select_if_vmap"})
 """Equinox's primitives that only matter to `vmap` or `grad`: outside them each is its operand (the
 first after `select_if_vmap`'s predicate), and XLA sees them as that (`mlir.lower_fun` of the impl)."""
@@ -521,6 +541,7 @@ PATTERNS = (
     ReductionOfUnitDims,
     DropIdentities,
     DropTransformMarkers,
+    LoopInvariantResult,
 )
 """Every rewrite of `jx-canonicalize`, tried in this order on each op."""
 
