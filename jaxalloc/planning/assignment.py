@@ -15,7 +15,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   where the next value can take the oldest one's place (computed in place into it, or born
   after it died), else one more. So R = 1 for scan's stacked `ys`, 2 for `x = f(x)`, k for a
   k-long rotation. Where the init operand of a lone position dies at the loop it becomes the
-  ring's first slot. A position yielded unchanged, or handed its own init operand, keeps that
+  ring's first slot: an enclosing loop's carried value too, where that loop lets the value it
+  yields take the carry's memory, so the inner loop's result is in that memory however many
+  rounds it runs, none included. A position yielded unchanged, or handed its own init operand, keeps that
   operand. Positions that only pass values round a cycle (a swap, a rotation with nothing
   computed) read the cycle's init operands in place, in turn. A value yielded at several
   positions is in one ring for all of them. A position handed a value the body does not compute
