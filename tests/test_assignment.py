@@ -184,17 +184,23 @@ def test_inner_rotations_of_every_kind_are_read_where_they_lie(kind, count, mode
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
-def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it_lies(mode):
+@pytest.mark.parametrize("init", ["argument", "value read after the loop"])
+def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it_lies(init, mode):
     """The inner loop may run no rounds, so its result is wherever its init operand was: the outer
     loop's carried value, which dies at the inner loop, is the inner ring's one slot (in the outer
     loop's next view), computed in place every round, and nothing moves between outer rounds. In
-    the outer loop's first round that value is the caller's argument, read where it is."""
+    the outer loop's first round that value is the outer loop's init operand (the caller's
+    argument, or an arena value read after the loop), read where it is."""
 
     def nested(x, counts):
         def outer(carry, count):
             return lax.fori_loop(0, count, lambda _, c: jnp.log1p(jnp.abs(c)), carry), None
 
-        return lax.scan(outer, x, counts)[0]
+        if init == "argument":
+            return lax.scan(outer, x, counts)[0]
+        kept = jnp.floor(x) * 2.0
+        result = lax.scan(outer, kept, counts)[0]
+        return result, kept - result
 
     args = jnp.arange(4.0), jnp.array([2, 0, 1, 0])
     planned = check_program(nested, *args, mode=mode)
