@@ -212,6 +212,29 @@ def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it
     assert carries[-1].repeat == 1 and inner[-1] == Carry(1, ())
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_case_that_hands_back_its_operand_or_computes_it_in_place_keeps_it_in_one_slot(mode):
+    """Each conditional either hands the carried value back (a phi) or computes the next value from
+    it elementwise. The case result takes the carry's memory, computed in place where a branch
+    computes it, so the chain of cases ends in the carry's one slot whatever the branches do, and
+    nothing is copied (32 bytes before, as the result lay in the carry's slot or the body's own)."""
+
+    def fn(x, flags):
+        def body(c, flag):
+            c = lax.cond(flag, lambda v: -v, lambda v: v, c)
+            c = lax.cond(flag, lambda v: v, lambda v: v * 0.5, c)
+            return c, None
+
+        return lax.scan(body, x * 1.5, flags)[0]
+
+    args = jnp.arange(4.0), jnp.array([True, False, False, True])
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    _, plan, _, _ = planned_rows(fn, *args)
+    ((_, carries),) = plan.carries.items()
+    assert carries[-1].repeat == 1
+
+
 def test_no_corpus_loop_copies_anything_between_rounds():
     loops = 0
     for program in PROGRAMS:

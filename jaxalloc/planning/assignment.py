@@ -8,6 +8,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
 - A value a case branch computes and yields is placed where the parent keeps the case result; a
   branch that yields a value from outside makes the result a view of it (NNC's phi), kept alive
   as long as the result (a loop's carried value too: its slot is not written while it is alive).
+  Where that value dies at the case and every other branch writes the result only after its last
+  read of it (or in place, in the op that reads it last), the result takes its buffer: a case
+  folds in place, as an elementwise op does.
 - Every loop-carried position gets a multi-view: the first rounds read init operands in place
   (Type II), later rounds a ring of R slots in the parent. A value computed in the body at
   position c reaches position p after `delay` rounds when positions pass it on unchanged (a
@@ -288,9 +291,39 @@ class _BlockPlanner:
                         views[k].append(b)
                     self.keep_alive.extend((v, result) for v in sources if not _computed_in(v, block))
                     self.no_fold.add(result)
+        for k in range(len(op.res)):
+            self.case_in_place(index, op, k, plans)
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in views]
         self.temporaries.append((op, max(p.size for p in plans), index))
+
+    def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan]) -> None:
+        """NNC's in-place folding through a case: where some branches hand back one value `x` of this
+        block that dies here (a phi) and every other branch computes result `k` into its memory only
+        once it has read `x` for the last time (or in place, in the op that reads it last), the result
+        takes `x`'s buffer. It is then in its own memory in every branch, not a view of other memory."""
+        result = op.res[k]
+        yields = [branch.block.last_op.operands[k] for branch in op.branches]
+        handed = {v for v, branch in zip(yields, op.branches) if not defined_in(v, branch.block)}
+        if len(handed) != 1:
+            return
+        (x,) = handed
+        root = self.merge.find(x)
+        group = self.members.get(root, [root])
+        if (self.external(x) or x in self.no_fold or byte_size(x.type) != byte_size(result.type)
+                or isinstance(root, BlockArgument) and root not in self.foldable
+                or len({self.dictated[m] for m in [*group, result] if m in self.dictated}) > 1
+                or any(m in self.dictated for m in group) and root not in self.foldable
+                or any(self.rings.get(m, (0, 1))[1] > 1 for m in group)
+                or any(v is x for branch in op.branches for j, v in enumerate(branch.block.last_op.operands) if j != k)
+                or self.end_of(x) != index + 1
+                or any(self.end_of(v) > index + 1 for v in self.viewers(root) if v is not result)):
+            return
+        for value, branch, plan in zip(yields, op.branches, plans):
+            if value is not x and not _written_after_reads(branch.block, plan, x, result):
+                return
+        self.join(result, x)
+        self.no_fold.discard(result)
 
     def loop(self, index: int, op: jx.WhileOp) -> None:
         body = op.body.block
@@ -531,6 +564,25 @@ def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
 
     visit(func.body.block, plan, 0, func.sym_name.data)
     return rows
+
+
+def _written_after_reads(block: Block, plan: BlockPlan, x: SSAValue, result: SSAValue) -> bool:
+    """Whether `block` (a branch, planned as `plan`) writes `result`'s memory only after its last read
+    of `x` (from outside the branch) or of a view of it, or in place of `x` in the op that reads it
+    last, where that op computes its one result elementwise from `x`."""
+    if result in plan.placed_rings:
+        return False
+    ops = list(block.ops)
+    of_x = {x} | {v for v, root in plan.roots.items() if root is x}
+    reads = [i for i, op in enumerate(ops) if any(v in of_x for inner in op.walk() for v in inner.operands)]
+    written = [plan.lifetimes[v][0] for v, parent in plan.placed_in.items() if parent is result]
+    if not reads or not written or max(reads) < min(written):
+        return True
+    last = ops[max(reads)]
+    if max(reads) > min(written) or last.regions or not any(r in plan.placed_in for r in last.results):
+        return False
+    candidates = in_place_candidates(last)
+    return bool(candidates) and all(p in candidates for p, v in enumerate(last.operands) if v in of_x)
 
 
 def _dies_before(plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
