@@ -292,20 +292,21 @@ class _BlockPlanner:
                     self.keep_alive.extend((v, result) for v in sources if not _computed_in(v, block))
                     self.no_fold.add(result)
         for k in range(len(op.res)):
-            self.case_in_place(index, op, k, plans)
+            self.case_in_place(index, op, k, plans, views[k])
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in views]
         self.temporaries.append((op, max(p.size for p in plans), index))
 
-    def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan]) -> None:
-        """NNC's in-place folding through a case: where some branches hand back one value `x` of this
-        block that dies here (a phi) and every other branch computes result `k` into its memory only
-        once it has read `x` for the last time (or in place, in the op that reads it last), the result
-        takes `x`'s buffer. It is then in its own memory in every branch, not a view of other memory."""
+    def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan], phis: list[int]) -> None:
+        """NNC's in-place folding through a case: where the branches that make result `k` a view
+        (`phis`) all hand back one value `x` of this block that dies here, and every other branch
+        computes the result into its memory only once it has read `x` for the last time (or in place,
+        in the op that reads it last), the result takes `x`'s buffer. It is then in its own memory in
+        every branch, not a view of other memory."""
         result = op.res[k]
         yields = [branch.block.last_op.operands[k] for branch in op.branches]
         handed = {v for v, branch in zip(yields, op.branches) if not defined_in(v, branch.block)}
-        if len(handed) != 1:
+        if len(handed) != 1 or set(phis) != {b for b, v in enumerate(yields) if v in handed}:
             return
         (x,) = handed
         root = self.merge.find(x)
