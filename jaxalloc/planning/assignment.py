@@ -198,10 +198,11 @@ class _BlockPlanner:
         """The end of the longest-lived value that may be a view of `root`'s buffer."""
         return max((self.end_of(v) for v in self.viewers(root)), default=0)
 
-    def dies_at(self, value: SSAValue, index: int) -> bool:
-        """Whether op `index` is the last to read `value`'s buffer, views of it included."""
-        root = self.merge.find(value)
-        return self.end_of(value) == index + 1 and self.kept_until(root) <= index + 1
+    def dies_at(self, value: SSAValue, index: int, besides: SSAValue | None = None) -> bool:
+        """Whether op `index` is the last to read `value`'s buffer, views of it included (but for
+        `besides`)."""
+        viewers = self.viewers(self.merge.find(value))
+        return self.end_of(value) == index + 1 and all(self.end_of(v) <= index + 1 for v in viewers if v is not besides)
 
     def end_of(self, value: SSAValue) -> int:
         root = self.merge.find(value)
@@ -224,21 +225,26 @@ class _BlockPlanner:
         self.merge.parent[other] = root
         self.members.setdefault(root, [root]).extend(self.members.pop(other, [other]))
 
+    def may_take(self, x: SSAValue, index: int, besides: SSAValue | None = None) -> bool:
+        """Whether a result of op `index` may take `x`'s buffer: `x` dies there (its views included,
+        but for `besides`) and its buffer is this block's to overwrite."""
+        root = self.merge.find(x)
+        if self.external(x) or x in self.no_fold:
+            return False
+        if isinstance(root, BlockArgument) and root not in self.foldable:
+            return False
+        group = self.members.get(root, [root])
+        if any(m in self.dictated for m in group) and root not in self.foldable:
+            return False
+        if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
+            return False  # a ring's result is in one of its slots, known only when the loop ends
+        return self.dies_at(x, index, besides)
+
     def fold(self, index: int, op: Operation) -> None:
         """NNC's in-place folding: the result takes an operand's buffer where that operand dies here."""
         for p in in_place_candidates(op):
             x = op.operands[p]
-            root = self.merge.find(x)
-            if self.external(x) or x in self.no_fold:
-                continue
-            if isinstance(root, BlockArgument) and root not in self.foldable:
-                continue
-            group = self.members.get(root, [root])
-            if any(m in self.dictated for m in group) and root not in self.foldable:
-                continue
-            if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
-                continue  # a ring's result is in one of its slots, known only when the loop ends
-            if self.dies_at(x, index):
+            if self.may_take(x, index):
                 self.join(op.results[0], x)
                 return
 
@@ -311,14 +317,9 @@ class _BlockPlanner:
         (x,) = handed
         root = self.merge.find(x)
         group = self.members.get(root, [root])
-        if (self.external(x) or x in self.no_fold or byte_size(x.type) != byte_size(result.type)
-                or isinstance(root, BlockArgument) and root not in self.foldable
+        if (not self.may_take(x, index, besides=result) or byte_size(x.type) != byte_size(result.type)
                 or len({self.dictated[m] for m in [*group, result] if m in self.dictated}) > 1
-                or any(m in self.dictated for m in group) and root not in self.foldable
-                or any(self.rings.get(m, (0, 1))[1] > 1 for m in group)
-                or any(v is x for branch in op.branches for j, v in enumerate(branch.block.last_op.operands) if j != k)
-                or self.end_of(x) != index + 1
-                or any(self.end_of(v) > index + 1 for v in self.viewers(root) if v is not result)):
+                or any(v is x for branch in op.branches for j, v in enumerate(branch.block.last_op.operands) if j != k)):
             return
         for value, branch, plan in zip(yields, op.branches, plans):
             if value is not x and not _written_after_reads(branch.block, plan, x, result):
