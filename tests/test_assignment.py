@@ -235,6 +235,33 @@ def test_a_case_that_hands_back_its_operand_or_computes_it_in_place_keeps_it_in_
     assert carries[-1].repeat == 1
 
 
+@pytest.mark.parametrize("rounds", ["known", "data-dependent"])
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_case_whose_other_branch_runs_a_loop_on_the_carry_keeps_it_in_one_slot(mode, rounds):
+    """Some branches hand the carried value back; another runs a loop whose init it is (for some
+    flags none of its rounds). That loop's ring lies in the case result's memory, so the result may
+    take the carry's: round 0 reads the carry there, as each later round reads the round before.
+    Nothing is copied, and the carry has one slot (48 bytes copied before, with two slots)."""
+
+    def fn(x, flags):
+        def body(c, flag):
+            count = 3 if rounds == "known" else flag // 2  # flag 1: no round
+
+            def halve(c):
+                return lax.fori_loop(0, count, lambda _, v: v * 0.5 - 1.0, c)
+
+            return lax.switch(flag % 3, [lambda v: v, halve, lambda v: v], c), None
+
+        return lax.scan(body, x * 1.5, flags)[0]
+
+    args = jnp.arange(4.0), jnp.array([0, 2, 1, 4, 3, 1])
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    _, plan, _, _ = planned_rows(fn, *args)
+    ((_, carries),) = plan.carries.items()
+    assert carries[-1].repeat == 1
+
+
 def test_no_corpus_loop_copies_anything_between_rounds():
     loops = 0
     for program in PROGRAMS:

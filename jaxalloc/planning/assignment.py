@@ -265,18 +265,21 @@ class _BlockPlanner:
 
     def case(self, index: int, op: jx.CaseOp) -> None:
         plans, views = [], [[] for _ in op.res]
+        viewed: list[dict[int, set]] = [{} for _ in op.res]  # per result, per view: the outside values it may be
         for b, branch in enumerate(op.branches):
             block = branch.block
             placed: dict[SSAValue, SSAValue] = {}
             for k, (value, result) in enumerate(zip(block.last_op.operands, op.res)):
                 if value in placed:  # yielded twice: a view of the result the branch computes it into
                     views[k].append(b)
+                    viewed[k][b] = {None}
                     self.keep_alive.append((placed[value], result))
                     self.no_fold.add(result)
                 elif defined_in(value, block) and not isinstance(value.owner, jx.ConstOp):
                     placed[value] = result
                 else:  # NNC's phi: the result is a view of what this branch yields, kept alive as long
                     views[k].append(b)
+                    viewed[k][b] = {value}
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
             plans.append(_plan_block(block, self.options, set(), placed, set(), ring_holders=frozenset(op.res)))
@@ -295,24 +298,26 @@ class _BlockPlanner:
                         branch_plan.placed_in.get(v) is result for v in sources if _computed_in(v, block)):
                     for k in (k for k, r in enumerate(op.results) if r is result):
                         views[k].append(b)
+                        viewed[k][b] = {v for v in sources if not _computed_in(v, block)}
                     self.keep_alive.extend((v, result) for v in sources if not _computed_in(v, block))
                     self.no_fold.add(result)
         for k in range(len(op.res)):
-            self.case_in_place(index, op, k, plans, views[k])
+            self.case_in_place(index, op, k, plans, viewed[k])
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in views]
         self.temporaries.append((op, max(p.size for p in plans), index))
 
-    def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan], phis: list[int]) -> None:
+    def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan], viewed: dict[int, set]) -> None:
         """NNC's in-place folding through a case: where the branches that make result `k` a view
-        (`phis`) all hand back one value `x` of this block that dies here, and every other branch
-        computes the result into its memory only once it has read `x` for the last time (or in place,
-        in the op that reads it last), the result takes `x`'s buffer. It is then in its own memory in
-        every branch, not a view of other memory."""
+        (`viewed`: of the outside values it may be there) make it a view of one value `x` of this
+        block that dies here, or of the result's own memory (a loop's ring in it), and every branch
+        that computes the result computes it into its memory only once it has read `x` for the last
+        time (or in place, in the op that reads it last), the result takes `x`'s buffer. It is then
+        in its own memory in every branch, not a view of other memory."""
         result = op.res[k]
         yields = [branch.block.last_op.operands[k] for branch in op.branches]
-        handed = {v for v, branch in zip(yields, op.branches) if not defined_in(v, branch.block)}
-        if len(handed) != 1 or set(phis) != {b for b, v in enumerate(yields) if v in handed}:
+        handed = set().union(*viewed.values())
+        if len(handed) != 1 or None in handed:
             return
         (x,) = handed
         root = self.merge.find(x)
@@ -581,10 +586,21 @@ def _written_after_reads(block: Block, plan: BlockPlan, x: SSAValue, result: SSA
     if not reads or not written or max(reads) < min(written):
         return True
     last = ops[max(reads)]
-    if max(reads) > min(written) or last.regions or not any(r in plan.placed_in for r in last.results):
+    if max(reads) > min(written) or not any(r in plan.placed_in for r in last.results):
         return False
+    if isinstance(last, jx.WhileOp):
+        return _ring_starts_in(last, of_x, plan, result)
     candidates = in_place_candidates(last)
-    return bool(candidates) and all(p in candidates for p, v in enumerate(last.operands) if v in of_x)
+    return not last.regions and bool(candidates) and all(p in candidates for p, v in enumerate(last.operands) if v in of_x)
+
+
+def _ring_starts_in(loop: jx.WhileOp, of_x: set, plan: BlockPlan, result: SSAValue) -> bool:
+    """Whether `loop` reads `x` only as the init operand of positions whose one-slot rings are in
+    `result`'s memory: with `x` there too, round 0 reads it in that slot, as every later round reads
+    the value before it, and the body writes the next value where a round may."""
+    inits = [c for c, v in enumerate(loop.inits) if v in of_x]
+    return bool(inits) and all(plan.placed_in.get(loop.res[c]) is result for c in inits) and not any(
+        v in of_x for region in loop.regions for inner in region.walk() for v in inner.operands)
 
 
 def _dies_before(plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
