@@ -89,6 +89,28 @@ def test_the_kernel_never_copies_the_arena():
     assert kernel.arena_copies(executable) == 0
 
 
+def test_a_conditional_that_hands_the_arena_on_untouched_costs_no_copy_of_it():
+    """One branch hands its operand back, the other updates it in place. Where XLA dropped the
+    conditional's unread results it cloned the untouched branch once more than the other, and its
+    copy removal, coming to the writing branch first, left two copies of the arena (random program
+    2369); every result is now read, and XLA leaves the conditional as it is."""
+
+    def f(x):
+        def hand_back(p, v):
+            return p, p, v
+
+        def update(p, v):
+            return p, p & p, lax.dynamic_update_slice(v, x, (2, 1))
+
+        _, _, v = lax.cond(jnp.max(x) > 0.5, update, hand_back, jnp.max(x) > 0.5, x)
+        return (x**3).reshape(4, 3), lax.dynamic_update_slice(v, x, (1, 0))
+
+    args = (jnp.linspace(0.0, 1.0, 12).reshape(3, 4),)
+    planned = check_program(f, *args, mode="compiled")
+    kernel = _kernel(planned)
+    assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
+
+
 def _with_offsets(arena, base, x):
     def window(start):
         return lax.dynamic_slice(arena, (start,), (2,), allow_negative_indices=False)

@@ -45,7 +45,8 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   clamps to, computed into the value: reading the whole value would copy all of it, in a scan
   each round for each stacked value.
 - XLA orders the branches of one conditional as if each ran after the one before, so a case
-  whose branches write the arena is a chain of conditionals, one per branch (`switch`).
+  whose branches write the arena is a chain of conditionals, one per branch (`switch`), each of
+  whose results is read, so that XLA does not rewrite the conditional (see `switch`).
 - A read of the arena that no later write depends on makes XLA copy the arena: a callback's
   operands (an effect hands nothing back) are read once and `base` is made of them (`_read_all`),
   so every later write waits for them.
@@ -401,7 +402,14 @@ class CompiledFunctions(ArenaFunctions):
         early branch writes the arena in place and a later one reads it, it copies the whole arena.
         So unless the caller knows that only the last branch writes the arena (`last_writes`), branch
         `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, which hands
-        the arena and the results on to the next."""
+        the arena and the results on to the next.
+
+        `base` is then made of every result of such a conditional (`_read_all`). XLA drops the
+        results nothing reads, and the operands a branch no longer needs, cloning each branch it
+        changes; the branch that changes nothing ends up cloned more often than the one that
+        writes. XLA's copy removal visits computations in the order it made them, and where it
+        came to the writing branch first, it kept a copy of the arena at the end of each branch
+        (random programs 823 and 2369)."""
         if len(branches) == 1:
             return branches[0]()
         index = jnp.clip(lax.convert_element_type(index, jnp.int32), 0, len(branches) - 1)
@@ -431,7 +439,10 @@ class CompiledFunctions(ArenaFunctions):
                     state = lax.switch(index, [traced(b) for b in branches], state)
                 else:
                     for k, branch in enumerate(branches):
-                        state = lax.cond(state[2] == k, traced(branch), lambda state: state, state)
+                        self.threaded, results, handed = lax.cond(state[2] == k, traced(branch), lambda state: state, state)
+                        # every result read, so that XLA keeps the conditional as it is (see above)
+                        self.base = _read_all([*jax.tree.leaves(results), handed], self.base)
+                        state = (self.threaded, results, handed)
                 self.threaded, results, _ = state
                 return results
             except _Widen as widen:
