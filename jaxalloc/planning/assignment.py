@@ -264,21 +264,20 @@ class _BlockPlanner:
         return self.plan
 
     def case(self, index: int, op: jx.CaseOp) -> None:
-        plans, views = [], [[] for _ in op.res]
-        viewed: list[dict[int, set]] = [{} for _ in op.res]  # per result, per view: the outside values it may be
+        plans: list[BlockPlan] = []
+        # per result, the branches that make it a view, each with the outside values it may be there
+        viewed: list[dict[int, set]] = [{} for _ in op.res]
         for b, branch in enumerate(op.branches):
             block = branch.block
             placed: dict[SSAValue, SSAValue] = {}
             for k, (value, result) in enumerate(zip(block.last_op.operands, op.res)):
                 if value in placed:  # yielded twice: a view of the result the branch computes it into
-                    views[k].append(b)
                     viewed[k][b] = {None}
                     self.keep_alive.append((placed[value], result))
                     self.no_fold.add(result)
                 elif defined_in(value, block) and not isinstance(value.owner, jx.ConstOp):
                     placed[value] = result
                 else:  # NNC's phi: the result is a view of what this branch yields, kept alive as long
-                    views[k].append(b)
                     viewed[k][b] = {value}
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
@@ -297,14 +296,13 @@ class _BlockPlanner:
                 if mine and sources is not None and all(
                         branch_plan.placed_in.get(v) is result for v in sources if _computed_in(v, block)):
                     for k in (k for k, r in enumerate(op.results) if r is result):
-                        views[k].append(b)
                         viewed[k][b] = {v for v in sources if not _computed_in(v, block)}
                     self.keep_alive.extend((v, result) for v in sources if not _computed_in(v, block))
                     self.no_fold.add(result)
         for k in range(len(op.res)):
             self.case_in_place(index, op, k, plans, viewed[k])
         self.plan.regions[op] = (0, plans)
-        self.plan.phis[op] = [tuple(v) for v in views]
+        self.plan.phis[op] = [tuple(v) for v in viewed]
         self.temporaries.append((op, max(p.size for p in plans), index))
 
     def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan], viewed: dict[int, set]) -> None:
