@@ -156,7 +156,7 @@ class _Traced:
             )
         outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
-            raise JaxallocError("a jx.while that says how many rounds it runs ran another number: its `rounds` is wrong")
+            raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
         return outputs, kernel.arena_bytes, copied
 
 

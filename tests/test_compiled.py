@@ -19,6 +19,7 @@ import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
 from jaxalloc.execution import compiled
+from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
 
 RANDOM_SEEDS = (*range(12), 351, 814, 1158)
@@ -343,10 +344,31 @@ def test_a_loop_hands_on_the_argument_its_first_round_read_unchanged():
     jaxpr = kernel.traced([a, b]).jaxpr
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "while"]
     assert [v for v in loop.params["body_jaxpr"].jaxpr.outvars if v.aval.shape == b.shape] == []
-    # and its body's offsets are constants of the loop (`offsets_as_arguments`)
+    # and its body's offsets are constants of the loop (`offsets_as_arguments`): only the count of
+    # its rounds adds a literal
     body = loop.params["body_jaxpr"].jaxpr
-    assert not any(isinstance(v, jax.extend.core.Literal) and v.aval.dtype == jnp.int32
-                   for e in body.eqns if e.primitive is lax.add_p for v in e.invars)
+    literals = [e for e in body.eqns if e.primitive is lax.add_p
+                for v in e.invars if isinstance(v, jax.extend.core.Literal) and v.aval.dtype == jnp.int32]
+    assert len(literals) == 1
+    assert {literals[0].outvars[0]} == compiled._counters(body, loop.params["body_nconsts"])
+
+
+def test_a_loop_that_says_its_rounds_counts_them():
+    """The power iteration's loop runs 5 rounds: the kernel's loop counts them in its condition,
+    where XLA sees its trip count (on the GPU it then reads no predicate back to the host each
+    round), and checks the program's own condition against that count."""
+    a, b = jnp.eye(256) * 2.0, jnp.linspace(-1.0, 1.0, 256)  # a round too large for one kernel
+    planned = check_program(_power_iteration, a, b, mode="compiled")
+    assert '"known_trip_count":{"n":"5"}' in _kernel(planned).executable([a, b]).as_text()
+
+
+@pytest.mark.parametrize("wrong", [-1, 1])
+def test_a_loop_whose_condition_disagrees_with_its_rounds_fails_the_call(monkeypatch, wrong):
+    counted = convert.counted_rounds
+    monkeypatch.setattr(convert, "counted_rounds", lambda eqn: counted(eqn) + wrong)
+    planned = jaxalloc.planned(_power_iteration, mode="compiled")
+    with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
+        planned(jnp.eye(8) * 2.0, jnp.linspace(-1.0, 1.0, 8))
 
 
 def _sorting(x):

@@ -60,6 +60,11 @@ On the CPU a small loop (`SMALL_LOOP_BYTES`) is one call that XLA compiles into 
 round, and in the arena an op is two or three of them. Where XLA cannot compile a loop so (an op it
 hands to its runtime library), the whole kernel is compiled again without (`CompiledRun`).
 
+A loop that says it runs several rounds (`jx.while ... rounds`) counts them in its condition, where
+XLA sees its trip count (on the GPU, a condition it cannot count is read back to the host each
+round); the program's own condition still runs, and a round where it disagrees with the count
+fails the call as a loop that ran other rounds than planned does.
+
 A loop's condition runs at the end of the body that precedes it (and once before the loop), so
 that whatever the condition writes into the arena is written in the loop's own carry: XLA would
 copy the arena for a `cond_fun` that writes.
@@ -629,26 +634,37 @@ class CompiledFunctions(ArenaFunctions):
         state = self.arrive(rings, 0, args, args, layouts)
         go = self.test(interpreter, op, state)
         kinds = [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)]
+        # a loop that says it runs several rounds counts them, where XLA sees its trip count, and
+        # carries whether the program's own condition agreed in every round; another carries that
+        # condition (a loop counted to one round, which XLA inlines, made it copy the arena in
+        # random programs 0, 5 and 10)
+        count = op.rounds.data if op.rounds is not None and op.rounds.data > 1 else None
+
+        def flag(go, round_, before=True):
+            return go if count is None else before & (go == (round_ < count))
 
         def body(carry):
-            self.threaded, round_, _, state = carry
+            self.threaded, round_, before, state = carry
             self.base = self.base & round_  # still 0, but no longer the same in every round
             following = self.step(interpreter, op, rings, args, layouts, round_, state)
             go = self.test(interpreter, op, following)
-            return self.threaded, round_ + 1, go, self.encode_all(op, following, kinds, layouts, state)
+            return self.threaded, round_ + 1, flag(go, round_ + 1, before), self.encode_all(op, following, kinds, layouts, state)
 
         start = self.threaded
         while True:
             try:
-                carry = (start, jnp.int32(0), go, self.encode_all(op, state, kinds, layouts))
-                self.threaded, rounds, _, state = lax.while_loop(lambda c: c[2], body, carry)
+                carry = (start, jnp.int32(0), flag(go, 0), self.encode_all(op, state, kinds, layouts))
+                cond = (lambda c: c[2]) if count is None else (lambda c: c[1] < count)
+                self.threaded, rounds, agreed, state = lax.while_loop(cond, body, carry)
                 break
             except _Widen as widen:
                 if widen.owner is not op:
                     raise
                 kinds[widen.position] = widen.kind
                 self.threaded = start
-        if op.rounds is not None:
+        if count is not None:
+            self.wrong_rounds = self.wrong_rounds | ~agreed
+        elif op.rounds is not None:
             self.wrong_rounds = self.wrong_rounds | (rounds != op.rounds.data)
         return state
 
@@ -958,9 +974,10 @@ def _offset_var() -> jax.extend.core.Var:
     return jax.extend.core.Var(jax.core.ShapedArray((), np.int32))
 
 
-def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None):
+def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None, counters=frozenset()):
     """`jaxpr` with the int32 constants of its additions read from `offset(value)` (in its loops'
-    bodies too); an addition to `base` is that value itself."""
+    bodies too); an addition to `base` is that value itself. The additions that make `counters`
+    keep their constants."""
     renamed: dict[Any, Any] = {}
 
     def rename(v):
@@ -969,7 +986,7 @@ def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None):
     eqns = []
     for eqn in jaxpr.eqns:
         eqn = eqn.replace(invars=[rename(v) for v in eqn.invars])
-        if eqn.primitive is lax.add_p and any(map(_int32_constant, eqn.invars)):
+        if eqn.primitive is lax.add_p and any(map(_int32_constant, eqn.invars)) and eqn.outvars[0] not in counters:
             invars = [offset(int(v.val)) if _int32_constant(v) else v for v in eqn.invars]
             if base is not None and any(v is base for v in invars):
                 renamed[eqn.outvars[0]] = next(v for v in invars if v is not base)
@@ -989,13 +1006,23 @@ def _loop_offsets_read(eqn, offset: Callable[[int], Any]):
     """A `while` whose body reads its offsets from constants of the loop, taken from `offset`."""
     inner: dict[int, jax.extend.core.Var] = {}
     body = eqn.params["body_jaxpr"]
-    jaxpr = _offsets_read(body.jaxpr, lambda word: inner.setdefault(word, _offset_var()))
+    consts, nconsts = eqn.params["cond_nconsts"] + eqn.params["body_nconsts"], eqn.params["body_nconsts"]
+    jaxpr = _offsets_read(body.jaxpr, lambda word: inner.setdefault(word, _offset_var()), counters=_counters(body.jaxpr, nconsts))
     if not inner:
         return eqn
-    consts, nconsts = eqn.params["cond_nconsts"] + eqn.params["body_nconsts"], eqn.params["body_nconsts"]
     params = dict(eqn.params, body_nconsts=nconsts + len(inner),
                   body_jaxpr=jax.extend.core.ClosedJaxpr(_with_inputs(jaxpr, nconsts, list(inner.values())), body.consts))
     return eqn.replace(invars=[*eqn.invars[:consts], *map(offset, inner), *eqn.invars[consts:]], params=params)
+
+
+def _counters(body, nconsts: int) -> set:
+    """The results of a loop's body that count a carried value up by a constant (its round): XLA
+    reads the loop's trip count off that constant (`CompiledFunctions.loop`)."""
+    carried = {o: i for o, i in zip(body.outvars, body.invars[nconsts:]) if isinstance(o, jax.extend.core.Var)}
+    return {
+        e.outvars[0] for e in body.eqns
+        if e.primitive is lax.add_p and e.outvars[0] in carried and carried[e.outvars[0]] in e.invars and any(map(_int32_constant, e.invars))
+    }
 
 
 def _with_inputs(jaxpr, position: int, new: list):
