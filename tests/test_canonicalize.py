@@ -429,3 +429,18 @@ def test_fused_implicit_broadcasts_need_no_memory_of_their_own():
         operands = [jax.ShapeDtypeStruct(tuple(v.type.get_shape()), dtype_of(v.type.element_type)) for v in op.args]
         compiled = jax.jit(FusedBinding(op, traced.converted.table).bind).lower(*operands).compile()
         assert compiled.memory_analysis().temp_size_in_bytes == 0
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float16])
+def test_a_division_by_a_constant_is_a_product_with_a_constant(dtype):
+    """The reciprocal of a scalar constant is folded, as XLA folds it: no op of its own in the arena,
+    and the products `jax.jit` computes."""
+    def fn(x):
+        return x / 3.0, x / np.asarray(0.1, dtype), x / np.asarray(-0.0, dtype), x / np.asarray(1e-3, dtype)
+
+    x = X.astype(dtype)
+    module, _ = _lowered(fn, x)
+    assert "integer_pow" not in _primitives(module) and "div" not in _primitives(module)
+    for ours, jits in zip(jaxalloc.planned(fn, passes=CANON)(x), jax.jit(fn)(x)):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(jits))
+    _checked(fn, x)

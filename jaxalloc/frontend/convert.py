@@ -122,6 +122,11 @@ def _printable(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def const_op(table: BindTable, value: Any, aval) -> jx.ConstOp:
+    """A `jx.const` of `value`, typed as `aval`, its array a new entry of `table`."""
+    return jx.ConstOp(table.add(_constant(value, aval)), tensor_type(aval), const_text(value))
+
+
 def _constant(value: Any, aval) -> Any:
     """A constant as the jax array JAX computes with: jaxpr literals are Python-scalar-like
     (weakly typed) and closed-over constants NumPy arrays, so a constant that is an output
@@ -133,8 +138,8 @@ def _constant(value: Any, aval) -> Any:
     return lax_internal._convert_element_type(jnp.asarray(value), aval.dtype, aval.weak_type)
 
 
-def _const_text(value: Any) -> str | None:
-    """A short rendering of small constants, shown in the IR for the reader."""
+def const_text(value: Any) -> str | None:
+    """A short rendering of small constants, shown in the IR for the reader (a scalar's exactly)."""
     try:
         array = np.asarray(value)
     except Exception:
@@ -155,7 +160,7 @@ class _Converter:
                 value.name_hint = str(core.pp_var(var, self.names, print_literal_dtype=False))
 
     def const(self, block: Block, value: Any, aval) -> SSAValue:
-        op = jx.ConstOp(self.table.add(_constant(value, aval)), tensor_type(aval), _const_text(value))
+        op = const_op(self.table, value, aval)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.res
 

@@ -39,7 +39,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from jaxalloc.dialects import jx
-from jaxalloc.frontend.convert import Binding, BindTable, printable_params
+from jaxalloc.frontend.convert import Binding, BindTable, const_op, const_text, printable_params
 from jaxalloc.frontend.types import dtype_of
 from jaxalloc.passes.dead_code import DeadCodePass
 
@@ -113,6 +113,27 @@ class Rebinder:
         """`primitive` bound with `params` to `operands`, at `like`'s source line."""
         key = self._key(primitive, dict(params))
         return _located(jx.PrimOp(primitive.name, key, operands, [result_type], printable_params(params)), like)
+
+    def reciprocal(self, constant: jx.ConstOp) -> jx.ConstOp | None:
+        """The constant 1 / `constant` where that is a float scalar (read from its printed form where
+        there is no table: a scalar prints exactly), as XLA evaluates it: the quotient in a type
+        at least twice as precise (float32 for a 16-bit float, as XLA computes those), whose
+        rounding to the narrower type is the correctly rounded quotient."""
+        if _shape(constant.res) != ():
+            return None
+        if self.table is not None:
+            value = self.table[constant.key.data]
+        elif constant.value is not None:
+            value = np.asarray(float(constant.value.data), dtype_of(constant.res.type.element_type))
+        else:
+            return None
+        array = np.asarray(value)
+        wide = np.float64 if array.dtype.itemsize >= 4 else np.float32
+        with np.errstate(divide="ignore"):
+            inverse = (wide(1.0) / array.astype(wide)).astype(array.dtype)
+        if self.table is not None:
+            return const_op(self.table, inverse, jax.typeof(value))
+        return jx.ConstOp(self._key(None, {}), constant.res.type, const_text(inverse))
 
     def reshape(self, value: SSAValue, shape: tuple[int, ...], like: Operation) -> jx.PrimOp:
         """A `reshape` of `value` to `shape` (a view: it takes no memory), at `like`'s source line."""
@@ -405,7 +426,9 @@ class DivisionAsProduct(RewritePattern):
     rewrites it where the division is not fused with its operands (a result may differ from the
     quotient by one rounding, as `jax.jit`'s does then): the product fuses like any other
     elementwise op, where the division would keep its result whole (an optimizer's clipped
-    gradients and bias corrections, a normalization)."""
+    gradients and bias corrections, a normalization). The reciprocal of a scalar constant is a
+    constant, as XLA folds it (`x / 128.0`, a mean): computed at run time, it would be a value of
+    its own in the arena, written by a kernel of its own."""
 
     rebind: Rebinder
 
@@ -418,8 +441,10 @@ class DivisionAsProduct(RewritePattern):
             return
         if math.prod(_shape(denominator)) >= math.prod(_shape(result)):
             return
-        reciprocal = self.rebind.prim(lax.integer_pow_p, {"y": -1}, [denominator], denominator.type, like=op)
-        product = self.rebind.prim(lax.mul_p, {}, [numerator, reciprocal.res[0]], result.type, like=op)
+        reciprocal = self.rebind.reciprocal(denominator.owner) if isinstance(denominator.owner, jx.ConstOp) else None
+        if reciprocal is None:
+            reciprocal = self.rebind.prim(lax.integer_pow_p, {"y": -1}, [denominator], denominator.type, like=op)
+        product = self.rebind.prim(lax.mul_p, {}, [numerator, reciprocal.results[0]], result.type, like=op)
         rewriter.replace(op, [reciprocal, product])
 
 
