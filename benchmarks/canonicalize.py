@@ -17,12 +17,11 @@ import time
 from pathlib import Path
 
 from jaxalloc import planned
-from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
 from jaxalloc.planning.plan import make_plan
 from programs import ALIGNMENT, programs
 
-CANON, FUSE = ("jx-canonicalize",), ("jx-fuse",)
+DCE, CANON, FUSE = ("jx-dce",), ("jx-canonicalize",), ("jx-fuse",)
 
 
 def values(module) -> int:
@@ -50,8 +49,8 @@ def measure(fn, args, passes) -> dict:
 
 
 def measure_all(fn, args) -> dict[tuple, dict]:
-    """Keyed by the passes run after the default pipeline (`jx-dce`)."""
-    return {passes: measure(fn, args, DEFAULT_PASSES + passes) for passes in ((), CANON, FUSE, CANON + FUSE)}
+    """Keyed by the passes run after `jx-dce` (the default pipeline runs both, and `jx-schedule`)."""
+    return {passes: measure(fn, args, DCE + passes) for passes in ((), CANON, FUSE, CANON + FUSE)}
 
 
 def _pair(before: int, after: int, size: bool) -> str:
