@@ -10,7 +10,7 @@ with matmul fusion off, compiled with the same donation (`Plan.compare_xla()`):
 - with donation the arena holds them, the new parameters computed into their bytes, and XLA's
   memory is `temp + output - alias + donated` (alias: the output bytes XLA put in donated buffers).
 
-Each program is planned after the default passes (`jx-dce`) and after `jx-canonicalize` and
+Each program is planned after `jx-dce` alone and after `jx-canonicalize` and
 `jx-fuse` too, where an update `p - lr * g` is one op that runs in place.
 
     python benchmarks/donation.py
