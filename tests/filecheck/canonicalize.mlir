@@ -1,7 +1,7 @@
 // RUN: xdsl-opt %s -p jx-canonicalize | filecheck %s
 
 // Each rewrite of jx-canonicalize on IR text alone (no side table: rebound ops take fresh keys past
-// the module's largest, 26, and print their new parameters).
+// the module's largest, 28, and print their new parameters).
 builtin.module {
   jx.func @transposes(%x: tensor<2x3x4xf32>, %w: tensor<5x4xf32>, %a: tensor<3x4xf32>, %b: tensor<4x5xf32>, %c: tensor<2x5xf32>) -> (tensor<2x3x5xf32>, tensor<5x3xf32>, tensor<3x4x2xf32>, tensor<3x4xf32>, tensor<4x3x5xf32>) {
     // a transpose read only by a dot_general becomes its dimension numbers (rhs contracts its dim 1)
@@ -53,6 +53,17 @@ builtin.module {
     %d = jx.prim "copy"[27](%m) : (tensor<8xf32>) -> tensor<8xf32>
     jx.yield %n, %m, %g, %c, %d : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   }
+  jx.func @same_type(%x: tensor<4xf32>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<f32>) {
+    // a conversion to its operand's own type (a weak type made strong) of a constant is a constant,
+    // of a value the block does not hand on the value; of one it hands on it stays
+    %two = jx.const[0] "2.5" : tensor<f32>
+    %t = jx.prim "convert_element_type"[22](%two) {new_dtype = "float32", weak_type = "False"} : (tensor<f32>) -> tensor<f32>
+    %u = jx.prim "convert_element_type"[22](%s) {new_dtype = "float32", weak_type = "False"} : (tensor<f32>) -> tensor<f32>
+    %v = jx.prim "convert_element_type"[22](%s) {new_dtype = "float32", weak_type = "False"} : (tensor<f32>) -> tensor<f32>
+    %y = jx.prim "mul"[18](%x, %t) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    %z = jx.prim "mul"[18](%y, %u) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    jx.yield %z, %v : tensor<4xf32>, tensor<f32>
+  }
 }
 
 // CHECK-LABEL: jx.func @transposes
@@ -81,3 +92,10 @@ builtin.module {
 // CHECK-NEXT:    %k = jx.prim "neg"[28](%f)
 // CHECK-NEXT:    %d = jx.prim "copy"[27](%m)
 // CHECK-NEXT:    jx.yield %h, %m, %f, %k, %d : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+
+// CHECK-LABEL: jx.func @same_type
+// CHECK-NEXT:    %t = jx.const[35] "2.5" : tensor<f32>
+// CHECK-NEXT:    %v = jx.prim "convert_element_type"[22](%s) {new_dtype = "float32", weak_type = "False"}
+// CHECK-NEXT:    %y = jx.prim "mul"[18](%x, %t)
+// CHECK-NEXT:    %z = jx.prim "mul"[18](%y, %s)
+// CHECK-NEXT:    jx.yield %z, %v
