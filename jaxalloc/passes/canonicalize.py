@@ -131,15 +131,9 @@ class Rebinder:
         wide = np.float64 if array.dtype.itemsize >= 4 else np.float32
         with np.errstate(divide="ignore"):
             inverse = (wide(1.0) / array.astype(wide)).astype(array.dtype)
-        return self.constant(inverse, jax.typeof(value), constant)
-
-    def constant(self, value: np.ndarray, aval, like: jx.ConstOp) -> jx.ConstOp:
-        """A new `jx.const` of `value` typed as `aval` (where there is no table, of `like`'s type,
-        showing `value` or, where that is None, what `like` shows)."""
         if self.table is not None:
-            return const_op(self.table, value, aval)
-        shown = const_text(value) if value is not None else (like.value.data if like.value is not None else None)
-        return jx.ConstOp(self._key(None, {}), like.res.type, shown)
+            return const_op(self.table, inverse, jax.typeof(value))
+        return jx.ConstOp(self._key(None, {}), constant.res.type, const_text(inverse))
 
     def reshape(self, value: SSAValue, shape: tuple[int, ...], like: Operation) -> jx.PrimOp:
         """A `reshape` of `value` to `shape` (a view: it takes no memory), at `like`'s source line."""
@@ -457,22 +451,21 @@ class DivisionAsProduct(RewritePattern):
 @dataclass
 class SameTypeConversion(RewritePattern):
     """A conversion to its operand's own type changes only JAX's weak type, which XLA does not keep:
-    of a constant it is a constant (`jnp.clip(x, -2.0, 2.0)` converts its bounds), of a value the
-    value where the block does not hand it on (a weak Python scalar argument, converted where an op
-    reads it), else a copy, dropped where `DropIdentities` drops one."""
+    it is its operand where the block does not hand it on (a weak Python scalar argument,
+    converted where an op reads it), else a copy, dropped where `DropIdentities` drops one. The
+    conversion of a constant (`jnp.clip` converts its bounds) stays: folded, it let XLA find
+    `jnp.clip(x - x, -5, 5)` in a loop's body a constant, whose write into a loop compiled into one
+    kernel made it copy the arena (random programs 627 and 2224)."""
 
     rebind: Rebinder
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not _is(op, "convert_element_type") or op.args[0].type != op.res[0].type or not _unset(op, self.rebind, "sharding"):
             return
-        source = op.args[0]
-        if isinstance(source.owner, jx.ConstOp):
-            value = np.asarray(self.rebind.table[source.owner.key.data]) if self.rebind.table is not None else None
-            aval = jax.core.ShapedArray(_shape(source), dtype_of(source.type.element_type), weak_type=bool(self.rebind.param(op, "weak_type")))
-            rewriter.replace(op, [self.rebind.constant(value, aval, source.owner)])
-        elif op.res[0] not in op.parent_block().last_op.operands or _copy_droppable(op):
-            _replace(rewriter, op, source)
+        if isinstance(op.args[0].owner, jx.ConstOp):
+            return
+        if op.res[0] not in op.parent_block().last_op.operands or _copy_droppable(op):
+            _replace(rewriter, op, op.args[0])
 
 
 @dataclass

@@ -54,8 +54,8 @@ builtin.module {
     jx.yield %n, %m, %g, %c, %d : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
   }
   jx.func @same_type(%x: tensor<4xf32>, %s: tensor<f32>) -> (tensor<4xf32>, tensor<f32>) {
-    // a conversion to its operand's own type (a weak type made strong) of a constant is a constant,
-    // of a value the block does not hand on the value; of one it hands on it stays
+    // a conversion to its operand's own type (a weak type made strong) of a value the block does not
+    // hand on is the value; of one it hands on, and of a constant, it stays
     %two = jx.const[0] "2.5" : tensor<f32>
     %t = jx.prim "convert_element_type"[22](%two) {new_dtype = "float32", weak_type = "False"} : (tensor<f32>) -> tensor<f32>
     %u = jx.prim "convert_element_type"[22](%s) {new_dtype = "float32", weak_type = "False"} : (tensor<f32>) -> tensor<f32>
@@ -94,7 +94,8 @@ builtin.module {
 // CHECK-NEXT:    jx.yield %h, %m, %f, %k, %d : tensor<8xf16>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 
 // CHECK-LABEL: jx.func @same_type
-// CHECK-NEXT:    %t = jx.const[35] "2.5" : tensor<f32>
+// CHECK-NEXT:    %two = jx.const[0] "2.5" : tensor<f32>
+// CHECK-NEXT:    %t = jx.prim "convert_element_type"[22](%two) {new_dtype = "float32", weak_type = "False"}
 // CHECK-NEXT:    %v = jx.prim "convert_element_type"[22](%s) {new_dtype = "float32", weak_type = "False"}
 // CHECK-NEXT:    %y = jx.prim "mul"[18](%x, %t)
 // CHECK-NEXT:    %z = jx.prim "mul"[18](%y, %s)
