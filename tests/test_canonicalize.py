@@ -455,3 +455,15 @@ def test_a_conversion_to_its_own_type_is_its_operand():
     module, _ = _lowered(fn, X, 3.0)
     assert "convert_element_type" not in _primitives(module)
     _checked(fn, X, 3.0)
+
+
+def test_a_bfloat16_division_stays_a_division():
+    """XLA divides a bfloat16 in float32 and rounds once, which a product with the reciprocal does
+    not give."""
+    def fn(x):
+        return x / 3.0
+
+    x = jnp.linspace(-2.0, 2.0, 4096).astype(jnp.bfloat16)
+    module, _ = _lowered(fn, x)
+    assert _primitives(module) == ["div"]
+    np.testing.assert_array_equal(np.asarray(jaxalloc.planned(fn, passes=CANON)(x), np.float32), np.asarray(jax.jit(fn)(x), np.float32))
