@@ -636,8 +636,8 @@ class CompiledFunctions(ArenaFunctions):
         kinds = [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)]
         # a loop that says it runs several rounds counts them, where XLA sees its trip count, and
         # carries whether the program's own condition agreed in every round; another carries that
-        # condition (a loop counted to one round, which XLA inlines, made it copy the arena in
-        # random programs 0, 5 and 10)
+        # condition (counting a loop of one round made XLA copy the arena in random programs 0, 5
+        # and 10)
         count = op.rounds.data if op.rounds is not None and op.rounds.data > 1 else None
 
         def flag(go, round_, before=True):
