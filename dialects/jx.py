@@ -241,7 +241,8 @@ class ConstOp(IRDLOperation):
     res = result_def()
     key = prop_def(IntAttr)
     value = opt_prop_def(StringAttr)
-    """A short rendering of small constants, for the reader; never parsed back into data."""
+    """A short rendering of small constants, for the reader; never parsed back into data to run
+    (`jx-canonicalize` on IR text alone reads a scalar's, which prints exactly, to fold it)."""
 
     def __init__(self, key: int, result_type: Attribute, value: str | None = None):
         properties: dict[str, Attribute] = {"key": IntAttr(key)}

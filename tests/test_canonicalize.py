@@ -467,3 +467,24 @@ def test_a_bfloat16_division_stays_a_division():
     module, _ = _lowered(fn, x)
     assert _primitives(module) == ["div"]
     np.testing.assert_array_equal(np.asarray(jaxalloc.planned(fn, passes=CANON)(x), np.float32), np.asarray(jax.jit(fn)(x), np.float32))
+
+
+def test_a_division_of_a_constant_stays_and_text_alone_folds_only_numbers():
+    """XLA folds a constant's quotient whole, which a product with the reciprocal would not give;
+    on IR text alone a constant that shows no number keeps its reciprocal an op."""
+    c = np.linspace(-3.0, 3.0, 4096, dtype=np.float32)
+
+    def fn(x):
+        return jnp.asarray(c) / 3.0 + x
+
+    x = jnp.zeros(4096)
+    np.testing.assert_array_equal(np.asarray(jaxalloc.planned(fn, passes=CANON)(x)), np.asarray(jax.jit(fn)(x)))
+    module = parse_module('''builtin.module {
+  jx.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %k = jx.const[0] "three" : tensor<f32>
+    %y = jx.prim "div"[1](%x, %k) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    jx.yield %y : tensor<4xf32>
+  }
+}''')
+    canonicalize(module)
+    assert _primitives(module) == ["integer_pow", "mul"]

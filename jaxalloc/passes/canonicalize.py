@@ -123,13 +123,15 @@ class Rebinder:
             return None
         if self.table is not None:
             value = self.table[constant.key.data]
-        elif constant.value is not None:
-            value = np.asarray(float(constant.value.data), dtype_of(constant.res.type.element_type))
         else:
-            return None
+            try:
+                shown = constant.value.data if constant.value is not None else ""
+                value = np.asarray(float(shown), dtype_of(constant.res.type.element_type))
+            except ValueError:  # not shown, or not a number
+                return None
         array = np.asarray(value)
         wide = np.float64 if array.dtype.itemsize >= 4 else np.float32
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):
             inverse = (wide(1.0) / array.astype(wide)).astype(array.dtype)
         if self.table is not None:
             return const_op(self.table, inverse, jax.typeof(value))
@@ -441,33 +443,13 @@ class DivisionAsProduct(RewritePattern):
         # once (1,344 of 4,096 products by the reciprocal differed from jit's quotients)
         if not np.issubdtype(dtype_of(result.type.element_type), np.floating) or _shape(numerator) != _shape(result):
             return
-        if math.prod(_shape(denominator)) >= math.prod(_shape(result)):
-            return
+        if math.prod(_shape(denominator)) >= math.prod(_shape(result)) or isinstance(numerator.owner, jx.ConstOp):
+            return  # (XLA folds a constant's quotient whole)
         reciprocal = self.rebind.reciprocal(denominator.owner) if isinstance(denominator.owner, jx.ConstOp) else None
         if reciprocal is None:
             reciprocal = self.rebind.prim(lax.integer_pow_p, {"y": -1}, [denominator], denominator.type, like=op)
         product = self.rebind.prim(lax.mul_p, {}, [numerator, reciprocal.results[0]], result.type, like=op)
         rewriter.replace(op, [reciprocal, product])
-
-
-@dataclass
-class SameTypeConversion(RewritePattern):
-    """A conversion to its operand's own type changes only JAX's weak type, which XLA does not keep:
-    it is its operand where the block does not hand it on (a weak Python scalar argument,
-    converted where an op reads it), else a copy, dropped where `DropIdentities` drops one. The
-    conversion of a constant (`jnp.clip` converts its bounds) stays: folded, it let XLA find
-    `jnp.clip(x - x, -5, 5)` in a loop's body a constant, whose write into a loop compiled into one
-    kernel made it copy the arena (random programs 627 and 2224)."""
-
-    rebind: Rebinder
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not _is(op, "convert_element_type") or op.args[0].type != op.res[0].type or not _unset(op, self.rebind, "sharding"):
-            return
-        if isinstance(op.args[0].owner, jx.ConstOp):
-            return
-        if op.res[0] not in op.parent_block().last_op.operands or _copy_droppable(op):
-            _replace(rewriter, op, op.args[0])
 
 
 @dataclass
@@ -493,14 +475,23 @@ class ReductionOfUnitDims(RewritePattern):
 class DropIdentities(RewritePattern):
     """`stop_gradient` only matters to differentiation, which is over once a program is traced, and
     `copy` (`jnp.array(x)`, `x.copy()`) lowers to its operand, so XLA makes no copy of a value its
-    block computes, unless the block hands on both."""
+    block computes, unless the block hands on both. A conversion to its operand's own type changes
+    only JAX's weak type, which XLA does not keep: it is its operand where the block does not hand
+    it on (a weak Python scalar argument, converted where an op reads it), else a copy. The
+    conversion of a constant (`jnp.clip` converts its bounds) stays: folded, it let XLA find
+    `jnp.clip(x - x, -5, 5)` in a loop's body a constant, whose write into a loop compiled into one
+    kernel made it copy the arena (random programs 627 and 2224)."""
 
     rebind: Rebinder
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not _is(op, "stop_gradient", "copy") or len(op.args) != 1 or op.args[0].type != op.res[0].type:
+        if not _is(op, "stop_gradient", "copy", "convert_element_type") or len(op.args) != 1 or op.args[0].type != op.res[0].type:
             return
-        if _is(op, "stop_gradient") or _copy_droppable(op):
+        conversion = _is(op, "convert_element_type")
+        if conversion and (not _unset(op, self.rebind, "sharding") or isinstance(op.args[0].owner, jx.ConstOp)):
+            return
+        handed_on = op.res[0] in op.parent_block().last_op.operands
+        if _is(op, "stop_gradient") or _copy_droppable(op) or conversion and not handed_on:
             _replace(rewriter, op, op.args[0])
 
 
@@ -585,7 +576,6 @@ PATTERNS = (
     BroadcastOfUnitDims,
     ImplicitBroadcast,
     DivisionAsProduct,
-    SameTypeConversion,
     ReductionOfUnitDims,
     DropIdentities,
     DropTransformMarkers,
