@@ -90,6 +90,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.experimental.xla_metadata import set_xla_metadata
+from jax.extend.core.primitives import jit_p
 from xdsl.dialects.builtin import ArrayAttr
 from xdsl.interpreter import Interpreter, PythonValues, impl, impl_callable, register_impls
 from xdsl.ir import Operation
@@ -449,6 +450,7 @@ class CompiledFunctions(ArenaFunctions):
                         self.base = _read_all([*jax.tree.leaves(results), handed], self.base)
                         state = (self.threaded, results, handed)
                 self.threaded, results, _ = state
+                self.base = self.pin(self.base[None])[0]
                 return results
             except _Widen as widen:
                 if widen.owner is not owner:
@@ -1025,6 +1027,17 @@ def _counters(body, nconsts: int) -> set:
     }
 
 
+def _jit_call(closed: jax.extend.core.ClosedJaxpr) -> dict:
+    """The parameters of one `jit` call of `closed`: lowered as it is, where evaluating it under a
+    new trace would bind each of its ops again (0.3 s of the first call of the transformer training
+    step). Taken from a call of two arguments and three results, each tuple of one entry per
+    argument or per result made as long as `closed`'s."""
+    template = jax.make_jaxpr(jax.jit(lambda a, b: (a, b, a)))(0, 0).eqns[0].params
+    counts = {2: len(closed.in_avals), 3: len(closed.out_avals)}
+    call = {k: v[:1] * counts[len(v)] if isinstance(v, tuple) and len(v) in counts else v for k, v in template.items()}
+    return dict(call, jaxpr=closed, name="kernel")
+
+
 def _with_inputs(jaxpr, position: int, new: list):
     """`jaxpr` taking `new` inputs at `position`."""
     names = jaxpr.debug_info.arg_names
@@ -1051,6 +1064,8 @@ class CompiledRun:
         self._arena: jax.Array | None = None
         self._compiled = False
         self.kernel: Callable | None = None
+        self.jaxpr: jax.extend.core.ClosedJaxpr | None = None
+        """What the kernel computes (after a call): the arena, `base`, the arguments, then the offsets."""
         self._offsets: tuple = ()
 
     def interpret(self, arena, base, *args):
@@ -1071,10 +1086,10 @@ class CompiledRun:
         (`offsets_as_arguments`). A new function each time: `jax.jit` caches what it traced by function."""
         traced = jax.jit(self.interpret).trace(self._arena, self._base, *args)
         closed, words = offsets_as_arguments(traced.jaxpr)
-        run = jax.extend.core.jaxpr_as_fun(closed)
+        call, self.jaxpr = _jit_call(closed), closed
 
         def kernel(arena, base, offsets, *args):
-            return jax.tree.unflatten(traced.out_tree, run(arena, base, *args, *offsets))
+            return jax.tree.unflatten(traced.out_tree, jit_p.bind(arena, base, *args, *offsets, **call))
 
         self._offsets = tuple(jax.device_put(np.int32(word)) for word in words)
         self.kernel = jax.jit(kernel, donate_argnums=(0, *(3 + k for k in self.donated)))
