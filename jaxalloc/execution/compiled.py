@@ -410,7 +410,10 @@ class CompiledFunctions(ArenaFunctions):
         `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, which hands
         the arena and the results on to the next.
 
-        `base` is then made of every result of such a conditional (`_read_all`). XLA drops the
+        `base` is then made of every result of such a conditional (`_read_all`), and after the last
+        it is read into a value of its own (`pin`): XLA would compute its chain of selects again in
+        each later read of the arena, every depth of the chain a distinct fusion to compile (the
+        scanned transformer training step: 289 distinct fusions, 233 so). XLA drops the
         results nothing reads, and the operands a branch no longer needs, cloning each branch it
         changes; the branch that changes nothing ends up cloned more often than the one that
         writes. XLA's copy removal visits computations in the order it made them, and where it
