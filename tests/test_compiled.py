@@ -133,6 +133,29 @@ def test_offsets_become_arguments():
         assert jnp.array_equal(a, b)
 
 
+def _branching_offsets(arena, base, p):
+    def window(start):
+        return lax.dynamic_slice(arena, (start,), (2,), allow_negative_indices=False)
+
+    return lax.cond(p, lambda: window(base + 4), lambda: window(base + 8) + window(base + 4))
+
+
+def test_a_conditional_takes_its_branches_offsets_as_operands():
+    """Inside a conditional too, offsets are read from arguments (operands of the conditional, each
+    branch taking them all), where as constants XLA folds them into each read, a fusion of its own."""
+    args = (jnp.arange(10, dtype=jnp.uint32), jnp.int32(0))
+    closed, words = compiled.offsets_as_arguments(jax.make_jaxpr(_branching_offsets)(*args, True))
+    assert sorted(words) == [4, 8]
+    (cond,) = [e for e in closed.jaxpr.eqns if e.primitive is lax.cond_p]
+    for branch in cond.params["branches"]:
+        assert len(branch.jaxpr.invars) == len(cond.invars) - 1
+        assert not any(isinstance(v, jax.extend.core.Literal) and v.aval.dtype == jnp.int32
+                       for e in branch.jaxpr.eqns if e.primitive is lax.add_p for v in e.invars)
+    for p in (True, False):
+        got = jax.extend.core.jaxpr_as_fun(closed)(*args, p, *map(jnp.int32, words))
+        assert jnp.array_equal(got[0], _branching_offsets(*args, p))
+
+
 def _layers(w, x):
     for _ in range(4):
         x = jnp.tanh(x @ w) * 0.5 + x

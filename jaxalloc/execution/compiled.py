@@ -962,7 +962,8 @@ def offsets_as_arguments(closed: jax.extend.core.ClosedJaxpr) -> tuple[jax.exten
     XLA compiles each distinct fusion once, and a read or a write of the arena whose offset is a
     constant inside it is distinct from every other: with the offsets as arguments, the reads and
     writes of one shape are one fusion (the transformer training step: 676 distinct fusions of
-    1,036 otherwise). A loop's body takes its offsets as constants of the loop. An offset counted
+    1,036 otherwise). A loop's body takes its offsets as constants of the loop, a conditional's
+    branches as operands of the conditional. An offset counted
     from the kernel's own `base` (0) is the argument itself: an addition of two arguments that
     several fusions read would be a kernel of its own, independent of the others, and three such
     kernels slowed the CG solver's calls by about 15%."""
@@ -981,7 +982,7 @@ def _offset_var() -> jax.extend.core.Var:
 
 def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None, counters=frozenset()):
     """`jaxpr` with the int32 constants of its additions read from `offset(value)` (in its loops'
-    bodies too); an addition to `base` is that value itself. The additions that make `counters`
+    bodies and its conditionals' branches too); an addition to `base` is that value itself. The additions that make `counters`
     keep their constants."""
     renamed: dict[Any, Any] = {}
 
@@ -999,6 +1000,8 @@ def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None, counters=froze
             eqn = eqn.replace(invars=invars)
         elif eqn.primitive is lax.while_p:
             eqn = _loop_offsets_read(eqn, offset)
+        elif eqn.primitive is lax.cond_p:
+            eqn = _branches_offsets_read(eqn, offset)
         eqns.append(eqn)
     return jaxpr.replace(eqns=eqns, outvars=[rename(v) for v in jaxpr.outvars])
 
@@ -1018,6 +1021,22 @@ def _loop_offsets_read(eqn, offset: Callable[[int], Any]):
     params = dict(eqn.params, body_nconsts=nconsts + len(inner),
                   body_jaxpr=jax.extend.core.ClosedJaxpr(_with_inputs(jaxpr, nconsts, list(inner.values())), body.consts))
     return eqn.replace(invars=[*eqn.invars[:consts], *map(offset, inner), *eqn.invars[consts:]], params=params)
+
+
+def _branches_offsets_read(eqn, offset: Callable[[int], Any]):
+    """A `cond` whose branches read their offsets from operands of the conditional, taken from
+    `offset`: each branch takes them all, after its own."""
+    found: list[dict[int, jax.extend.core.Var]] = [{} for _ in eqn.params["branches"]]
+    jaxprs = [_offsets_read(b.jaxpr, lambda word, mine=mine: mine.setdefault(word, _offset_var()))
+              for b, mine in zip(eqn.params["branches"], found)]
+    words = list(dict.fromkeys(word for mine in found for word in mine))
+    if not words:
+        return eqn
+    branches = tuple(
+        jax.extend.core.ClosedJaxpr(_with_inputs(jaxpr, len(jaxpr.invars), [mine.get(w) or _offset_var() for w in words]), b.consts)
+        for b, jaxpr, mine in zip(eqn.params["branches"], jaxprs, found)
+    )
+    return eqn.replace(invars=[*eqn.invars, *map(offset, words)], params=dict(eqn.params, branches=branches))
 
 
 def _counters(body, nconsts: int) -> set:
