@@ -19,8 +19,10 @@ which stays where it is as a fusion of the links before it, so fusion never rais
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -145,6 +147,15 @@ class _Lives:
         self.small_only = budget is OWN_PEAK
         if self.small_only:
             self.budget = max(self.live, default=0)
+        self._answers: dict[tuple, Any] = {}
+
+    def ask(self, question: Callable, *about) -> Any:
+        """`question(*about)`, asked once: `_choose` asks the same of every op in each round of cuts,
+        and nothing changes the block until the choice is made."""
+        key = (question, *about)
+        if key not in self._answers:
+            self._answers[key] = question(*about)
+        return self._answers[key]
 
     def storage(self, value: SSAValue) -> SSAValue | None:
         """The value of this block whose memory `value` is (through views), or None where it takes no
@@ -222,39 +233,40 @@ def _choose(lives: _Lives, kept: set[Operation], library: bool = False) -> dict[
     one fusion its readers are in where that is a library graph (`library_graphs`): one started by a
     window reduction or a reduction, every other member an op the library computes; the (window)
     reduction that such a convolution alone reads joins it too, with what feeds it."""
+    ask = lives.ask
     roots: dict[Operation, set[Operation]] = {}
     duplicated: dict[Operation, int] = {}
     graphs: set[Operation] = set()  # roots of the library graphs whose members so far the library computes
     for op in reversed(lives.ops):
-        broadcast = _joins_readers(op)
-        producer, ends = library and library_graphs.producer(op), _ends_fusion(op, library)
-        if not fusible(op) and not broadcast and not producer and not ends:
+        broadcast = ask(_joins_readers, op)
+        producer, ends = library and ask(library_graphs.producer, op), ask(_ends_fusion, op, library)
+        if not ask(fusible, op) and not broadcast and not producer and not ends:
             continue
         roots[op] = {op}
         if ends:
-            if library and library_graphs.root(op):
+            if library and ask(library_graphs.root, op):
                 graphs.add(op)
                 # the graph grows on up through the convolution it feeds, if that joined a graph
-                readers = _readers(op, lives.block)
+                readers = ask(_readers, op, lives.block)
                 if op not in kept and len(readers) == 1 and _joined_graph(readers[0], roots, graphs):
                     roots[op], duplicated[op] = roots[readers[0]], 0
                     graphs.discard(op)
             continue
-        readers = _readers(op, lives.block)
+        readers = ask(_readers, op, lives.block)
         # only into readers of its shape (or reductions of it): XLA computes an expression of smaller
         # operands once, before the loop over elements, in memory of its own that no plan would see
-        if op in kept or not readers or not all(r in roots and _reads_elementwise(r, op, library) for r in readers):
+        if op in kept or not readers or not all(r in roots and ask(_reads_elementwise, r, op, library) for r in readers):
             continue
-        if broadcast and any(r.primitive.data in _HOISTED or _joins_readers(r) for r in readers):
+        if broadcast and any(r.primitive.data in _HOISTED or ask(_joins_readers, r) for r in readers):
             continue
         into = set().union(*(roots[r] for r in readers))
         if producer:
             if len(into) == 1 and into <= graphs:
                 roots[op], duplicated[op] = into, 0
             continue
-        if library and not library_graphs.member(op):
+        if library and not ask(library_graphs.member, op):
             # outside what the library computes: a window reduction reads it from a buffer of XLA's
-            if any(library_graphs.window_reduction(r) for r in into):
+            if any(ask(library_graphs.window_reduction, r) for r in into):
                 continue
             graphs -= into
         chain = 1 + max(duplicated.get(r, 0) for r in readers) if len(into) > 1 else 0
