@@ -6,7 +6,9 @@ shapes, dtypes, weak types) and caches what it built for that signature.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -145,19 +147,36 @@ class _Traced:
 
     def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
         kernel = self.kernels.get(key)
-        if kernel is None:
-            # outputs inside the arena: a value computed out of the arena and kept beside it until
-            # the kernel returns would make XLA copy the arena to keep reading it after later writes
-            plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
-            functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
-            kernel = self.kernels[key] = CompiledRun(
-                plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
-                self.closed_jaxpr.out_avals,
-            )
-        outputs, copied, wrong_rounds = kernel(flat_args)
+        # the first call plans, traces the kernel and compiles it
+        with _collector_paused() if kernel is None else contextlib.nullcontext():
+            if kernel is None:
+                # outputs inside the arena: a value computed out of the arena and kept beside it until
+                # the kernel returns would make XLA copy the arena to keep reading it after later writes
+                plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
+                functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
+                kernel = self.kernels[key] = CompiledRun(
+                    plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
+                    self.closed_jaxpr.out_avals,
+                )
+            outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
         return outputs, kernel.arena_bytes, copied
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic garbage collector paused (where it runs): tracing, passes, planning and
+    compiling make many objects that live until they end, which it would scan again and again
+    (a tenth of the first call of the transformer training step)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
@@ -409,7 +428,8 @@ class Planned:
                         f"{_describe(path)} is a jax.ShapeDtypeStruct, which has no values to run on: call with "
                         f"arrays, or use .lower(...) / .plan(...) for abstract arguments"
                     )
-            traced = self._traced(args, kwargs)
+            with _collector_paused():
+                traced = self._traced(args, kwargs)
             if key is not None:
                 self._by_arrays[key] = traced
             _, args, kwargs = self._split(args, kwargs)

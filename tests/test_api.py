@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -110,3 +112,30 @@ def test_one_alignment_check_everywhere(bad, tmp_path, capsys):
         for argv in (["trace", str(trace)], ["plan", f"{model}:f", "f32[4]"]):
             assert main([*argv, "--alignment", str(bad)]) == 2
             assert capsys.readouterr().err.strip().endswith(message)
+
+
+def test_a_first_call_leaves_the_garbage_collector_as_it_found_it():
+    """A first call pauses Python's cyclic collector while it traces, plans and compiles; it runs
+    again after, after a failed call too, and stays off where the caller had turned it off."""
+    x, collecting = jnp.ones(3), []
+
+    def double(x):
+        collecting.append(gc.isenabled())
+        return x * 2.0
+
+    assert gc.isenabled()
+    assert_same(jaxalloc.planned(double, mode="compiled")(x), x * 2.0)
+    assert collecting == [False] and gc.isenabled()
+
+    def broken(x):
+        raise ValueError("no program")
+
+    with pytest.raises(jaxalloc.errors.UnsupportedProgramError, match="no program"):
+        jaxalloc.planned(broken)(x)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        jaxalloc.planned(lambda x: x + 1.0, mode="compiled")(x)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
