@@ -342,7 +342,8 @@ class Planned:
             raise UnsupportedProgramError(f"static arguments must be hashable, as with jax.jit: {e}") from None
         if traced is None:
             donated = self._donated(statics, treedef)
-            traced = self._cache[key] = self._trace(statics, treedef, avals)
+            with _collector_paused():
+                traced = self._cache[key] = self._trace(statics, treedef, avals)
             traced.donated = donated
         return traced
 
@@ -428,8 +429,7 @@ class Planned:
                         f"{_describe(path)} is a jax.ShapeDtypeStruct, which has no values to run on: call with "
                         f"arrays, or use .lower(...) / .plan(...) for abstract arguments"
                     )
-            with _collector_paused():
-                traced = self._traced(args, kwargs)
+            traced = self._traced(args, kwargs)
             if key is not None:
                 self._by_arrays[key] = traced
             _, args, kwargs = self._split(args, kwargs)
