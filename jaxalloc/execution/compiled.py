@@ -1105,7 +1105,8 @@ class CompiledRun:
 
     def build(self, args: Sequence[Any]) -> None:
         """The kernel for `args`: the module interpreted once, then its offsets made arguments
-        (`offsets_as_arguments`). A new function each time: `jax.jit` caches what it traced by function."""
+        (`offsets_as_arguments`), the result lowered as one call (`_jit_call`). A new function each
+        time: `jax.jit` caches what it traced by function."""
         traced = jax.jit(self.interpret).trace(self._arena, self._base, *args)
         closed, words = offsets_as_arguments(traced.jaxpr)
         call, self.jaxpr = _jit_call(closed), closed
