@@ -963,10 +963,10 @@ def offsets_as_arguments(closed: jax.extend.core.ClosedJaxpr) -> tuple[jax.exten
     constant inside it is distinct from every other: with the offsets as arguments, the reads and
     writes of one shape are one fusion (the transformer training step: 676 distinct fusions of
     1,036 otherwise). A loop's body takes its offsets as constants of the loop, a conditional's
-    branches as operands of the conditional. An offset counted
-    from the kernel's own `base` (0) is the argument itself: an addition of two arguments that
-    several fusions read would be a kernel of its own, independent of the others, and three such
-    kernels slowed the CG solver's calls by about 15%."""
+    branches as operands of the conditional. An offset counted from the kernel's own `base` (0) is
+    the argument itself: an addition of two arguments that several fusions read would be a kernel
+    of its own, independent of the others, and three such kernels slowed the CG solver's calls by
+    about 15%."""
     words: dict[int, jax.extend.core.Var] = {}
 
     def argument(word: int) -> jax.extend.core.Var:
@@ -982,8 +982,8 @@ def _offset_var() -> jax.extend.core.Var:
 
 def _offsets_read(jaxpr, offset: Callable[[int], Any], base=None, counters=frozenset()):
     """`jaxpr` with the int32 constants of its additions read from `offset(value)` (in its loops'
-    bodies and its conditionals' branches too); an addition to `base` is that value itself. The additions that make `counters`
-    keep their constants."""
+    bodies and its conditionals' branches too); an addition to `base` is that value itself. The
+    additions that make `counters` keep their constants."""
     renamed: dict[Any, Any] = {}
 
     def rename(v):
