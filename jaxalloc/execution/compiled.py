@@ -410,10 +410,11 @@ class CompiledFunctions(ArenaFunctions):
         `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, which hands
         the arena and the results on to the next.
 
-        `base` is then made of every result of such a conditional (`_read_all`), and after the last
-        it is read into a value of its own (`pin`): XLA would compute its chain of selects again in
-        each later read of the arena, every depth of the chain a distinct fusion to compile (the
-        scanned transformer training step: 289 distinct fusions, 233 so). XLA drops the
+        `base` is then made of every result of such a conditional (`_read_all`), and on the CPU,
+        after the last, it is read into a value of its own (`pin`): XLA would compute its chain of
+        selects again in each later read of the arena, every depth of the chain a distinct fusion
+        to compile (the scanned transformer training step: 289 distinct fusions, 233 so); on a GPU
+        that read would be a kernel launch of its own, in a loop every round. XLA drops the
         results nothing reads, and the operands a branch no longer needs, cloning each branch it
         changes; the branch that changes nothing ends up cloned more often than the one that
         writes. XLA's copy removal visits computations in the order it made them, and where it
@@ -453,7 +454,8 @@ class CompiledFunctions(ArenaFunctions):
                         self.base = _read_all([*jax.tree.leaves(results), handed], self.base)
                         state = (self.threaded, results, handed)
                 self.threaded, results, _ = state
-                self.base = self.pin(self.base[None])[0]
+                if jax.default_backend() == "cpu":
+                    self.base = self.pin(self.base[None])[0]
                 return results
             except _Widen as widen:
                 if widen.owner is not owner:
