@@ -36,10 +36,13 @@ Honest memory: XLA must update the arena in place and keep values where the plan
   `scatter`: `INDEXED`) is behind a barrier of its own (`arena.read_bytes`), so XLA cannot merge
   the arena slice with the op's own index (the merged slice would clamp its start to the arena,
   not to the value); other ops read the arena unfenced.
-- XLA fuses no read of the arena into a kernel that writes the arena in place, so each read is a
-  kernel of its own: the small operands of one op are read together, one pinned buffer of their
-  words (`read_operands`), which XLA cannot merge with an index of the op's own either. Inside a
-  loop compiled into one kernel (below) each is read alone: there the buffer is only more work.
+- XLA fuses no read of the arena at another offset into a kernel that writes the arena in place,
+  nor, once the kernel has written the arena, a read at the same offset into a write that also
+  broadcasts an operand of several elements (a bias: `x @ w + b` in place of `x @ w`). Such a
+  read is a kernel of its own: the small operands of one op are read together, one pinned buffer
+  of their words (`read_operands`), which XLA cannot merge with an index of the op's own either.
+  Inside a loop compiled into one kernel (below) each is read alone: there the buffer is only
+  more work.
 - A `dynamic_slice` of a value in the arena, or a `dynamic_update_slice` of one in place, reads
   or writes only its window where that is one run of words (`window`), at the start the op
   clamps to, computed into the value: reading the whole value would copy all of it, in a scan
