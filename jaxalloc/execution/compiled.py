@@ -171,6 +171,37 @@ def _int32(offset) -> jax.Array:
     return jnp.asarray(offset, jnp.int32)
 
 
+# Offsets and rounds are int32 scalars at least 0, traced by the ops below rather than jnp's
+# operators: jnp makes a jitted call of each operator on a tracer (some 900 in the kernel of the
+# transformer training step), and its `//`, `%` and indexing correct for negative numbers in five
+# more ops each, which XLA compiles into every loop round that computes a slot's offset.
+
+def _plus(a, b):
+    """`a + b`; an int32 constant added stays a literal of the `add` (`offsets_as_arguments`)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    return lax.add(*(np.int32(v) if isinstance(v, int) else v for v in (a, b)))
+
+
+def _over(offset, width: int):
+    """`offset // width`, of a width that is a power of 2: a shift."""
+    return offset // width if isinstance(offset, int) else lax.shift_right_logical(offset, np.int32(width.bit_length() - 1))
+
+
+def _modulo(round_, n: int):
+    """`round_ % n`, as unsigned numbers: XLA's signed remainder corrects for signs too."""
+    if isinstance(round_, int):
+        return round_ % n
+    return lax.convert_element_type(lax.rem(lax.convert_element_type(round_, np.uint32), np.uint32(n)), np.int32)
+
+
+def _entry(values: Sequence[Any], index):
+    """`values[index]` at a traced index within them: selects, which XLA fuses into their readers."""
+    if all(isinstance(v, int) for v in values) and len(set(values)) == 1:
+        return values[0]
+    return lax.select_n(index, *(np.asarray(v, np.bool_ if isinstance(v, bool) else np.int32) if isinstance(v, int) else v for v in values))
+
+
 @dataclass(frozen=True)
 class _Ring:
     """One carried position's multi-view in one run of its loop: the init operands the first rounds
@@ -200,10 +231,15 @@ class _Ring:
         """The slot of the ring that round `round_` reads once it reads no init operand (None: no ring)."""
         if not self.slots or self.yielded:
             return None
-        index = (round_ - len(self.initial)) % len(self.slots)
         if isinstance(round_, int):
-            return self.slots[index]
-        return jnp.stack([_int32(s) for s in self.slots])[index]
+            return self.slots[(round_ - len(self.initial)) % len(self.slots)]
+        if len(self.slots) == 1:
+            return self.slots[0]  # a constant, which the kernel takes as an argument (`offsets_as_arguments`)
+        # the remainder of a number at least 0 (`_modulo`), the same as round_ - len(initial)'s; the
+        # constant subtracted, as an added one would be taken for an offset
+        if lead := -len(self.initial) % len(self.slots):
+            round_ = lax.sub(round_, np.int32(-lead))
+        return _entry(self.slots, _modulo(round_, len(self.slots)))
 
     def kind(self, inits) -> str:
         """The kind of what a round after the first reads, as far as the plan tells."""
@@ -223,12 +259,15 @@ class _Ring:
         first, second = self.slots
         if isinstance(current, At | Either):
             offset = current.offset
-            inside = (first <= offset) & (offset < first + self.size)
+            if isinstance(offset, int):
+                inside = first <= offset < first + self.size
+            else:
+                inside = lax.bitwise_and(lax.le(np.int32(first), offset), lax.lt(offset, np.int32(first + self.size)))
             if isinstance(current, Either):
                 inside = inside & current.inside
             if isinstance(inside, bool | np.bool_):
                 return second if inside else first
-            return jnp.where(inside, _int32(second), _int32(first))
+            return lax.select(inside, np.int32(second), np.int32(first))
         return first
 
 
@@ -272,7 +311,7 @@ class CompiledFunctions(ArenaFunctions):
     def words(self, offset, nbytes: int, fenced: bool = False) -> jax.Array:
         """The words of the `nbytes` at byte `offset` of the arena (`fenced`: see `read`)."""
         width = self.word.itemsize
-        return (read_bytes if fenced else _slice)(self.bytes, self.base + offset // width, -(-nbytes // width))
+        return (read_bytes if fenced else _slice)(self.bytes, _plus(self.base, _over(offset, width)), -(-nbytes // width))
 
     def pin(self, words: jax.Array) -> jax.Array:
         """`_pinned`, with zeros made from `base`. One word is pinned with a zero beside it: XLA turns
@@ -319,7 +358,7 @@ class CompiledFunctions(ArenaFunctions):
         if words.size == 1 and self.paddable:  # the other word is the slot's own padding
             words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
         spread = spread or words.size <= PINNED_WRITE_WORDS and not self._in_one_kernel
-        self.put(words, self.base + offset // self.word.itemsize, spread)
+        self.put(words, _plus(self.base, _over(offset, self.word.itemsize)), spread)
         return At(offset)
 
     def put(self, words: jax.Array, start, spread: bool) -> None:
@@ -332,7 +371,7 @@ class CompiledFunctions(ArenaFunctions):
         """Write the arena's spare last word (`CompiledRun.words`) with a zero XLA cannot see: a
         conditional whose branch hands the arena back untouched would hand back its operand, which
         XLA copies where the operand is read after the conditional."""
-        spare = self.base + self.bytes.shape[0] - 1
+        spare = _plus(self.base, self.bytes.shape[0] - 1)
         self.bytes = lax.dynamic_update_slice(self.bytes, lax.convert_element_type(self.base, self.word)[None], (spare,))
 
     def count(self, nbytes) -> None:
@@ -537,8 +576,9 @@ class CompiledFunctions(ArenaFunctions):
                     return None  # see `relocate`
                 self.relocate(source, places[0], whole)
         operands = self.read_operands(args[1:], layout.inputs[1:], False, False)
-        start = self.base + (source if reads else places[0]) // width
-        start = start + _window_start(whole.shape, sizes, operands[-len(sizes):]) * (element // width)
+        start = _plus(self.base, _over(source if reads else places[0], width))
+        if (within := _window_start(whole.shape, sizes, operands[-len(sizes):])) is not None:
+            start = lax.add(start, lax.mul(within, np.int32(element // width)))
         if reads:
             value = from_words(_slice(self.bytes, start, nbytes // width), window)
             return (value if places[0] is None else self.write(value, window, places[0]),)
@@ -555,7 +595,7 @@ class CompiledFunctions(ArenaFunctions):
         width = self.word.itemsize
 
         def copy() -> tuple:
-            self.put(self.words(source, layout.nbytes), self.base + place // width, spread=False)
+            self.put(self.words(source, layout.nbytes), _plus(self.base, _over(place, width)), spread=False)
             return ()
 
         self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [], last_writes=True)
@@ -708,9 +748,9 @@ class CompiledFunctions(ArenaFunctions):
                     value = inits[ring.reads_init(round_)]
             elif not ring.slots and not ring.yielded:
                 if firsts:  # a rotation of init operands
-                    value = self.pick(firsts, round_ % len(firsts), layout)
+                    value = self.pick(firsts, _modulo(round_, len(firsts)), layout)
             elif len(firsts) > 1:  # init operands first, for as many rounds as they are
-                value = self.pick([*firsts, value], jnp.minimum(round_, len(firsts)), layout)
+                value = self.pick([*firsts, value], lax.min(round_, np.int32(len(firsts))), layout)
             if ring.outside and isinstance(value, At | Either):
                 value = self.copy_out(value, layout)  # kept outside the arena
             state.append(value)
@@ -720,13 +760,13 @@ class CompiledFunctions(ArenaFunctions):
         """The candidate at a traced index."""
         kinds = {kind_of(c) for c in candidates}
         if kinds == {"at"}:
-            return At(jnp.stack([_int32(c.offset) for c in candidates])[index])
+            return At(_entry([c.offset for c in candidates], index))
         if kinds == {"value"}:
             return lax.select_n(index, *candidates) if len(candidates) > 1 else candidates[0]
         wide = [self.encode(c, "either", layout, None, 0) for c in candidates]
         outside = [w.value for c, w in zip(candidates, wide) if not isinstance(c, At)]
-        value = outside[0] if len(outside) == 1 else jax.tree.map(lambda *v: jnp.stack(v)[index], *[w.value for w in wide])
-        return Either(jnp.stack([w.inside for w in wide])[index], jnp.stack([w.offset for w in wide])[index], value)
+        value = outside[0] if len(outside) == 1 else jax.tree.map(lambda *v: lax.select_n(index, *v), *[w.value for w in wide])
+        return Either(_entry([w.inside for w in wide], index), _entry([w.offset for w in wide], index), value)
 
     def test(self, interpreter: Interpreter, op: jx.WhileOp, state: tuple) -> jax.Array:
         """The loop's condition on `state`, as a traced bool."""
@@ -802,13 +842,16 @@ def _contiguous(shape: Sequence[int], sizes: Sequence[int]) -> bool:
     return all(n == m for n, m in zip(sizes[k + 1:], shape[k + 1:]))
 
 
-def _window_start(shape: Sequence[int], sizes: Sequence[int], starts: Sequence[jax.Array]) -> jax.Array:
+def _window_start(shape: Sequence[int], sizes: Sequence[int], starts: Sequence[jax.Array]) -> jax.Array | None:
     """The window's first element, counted in the value's elements: each start clamped as
-    `dynamic_slice` clamps it, into the value (not into the arena)."""
-    index = jnp.int32(0)
+    `dynamic_slice` clamps it, into the value (not into the arena). None for a window of the whole
+    value, which starts at its first element."""
+    index = None
     for j, (n, size, start) in enumerate(zip(shape, sizes, starts)):
         if size < n:
-            index = index + jnp.clip(lax.convert_element_type(start, jnp.int32), 0, n - size) * math.prod(shape[j + 1:])
+            clamped = lax.clamp(np.int32(0), lax.convert_element_type(start, jnp.int32), np.int32(n - size))
+            term = lax.mul(clamped, np.int32(math.prod(shape[j + 1:])))
+            index = term if index is None else lax.add(index, term)
     return index
 
 
