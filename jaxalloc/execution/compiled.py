@@ -241,6 +241,18 @@ class _Ring:
             round_ = lax.sub(round_, np.int32(-lead))
         return _entry(self.slots, _modulo(round_, len(self.slots)))
 
+    def settled(self, inits, value):
+        """`value` at its slot's offset where that is the same constant in every round: a ring of one
+        slot, where the init operand (if any) lies too. The loop's state would carry the offset, which
+        XLA folds into a constant in the body's reads, where a write takes it as an argument
+        (`offsets_as_arguments`): a read and an in-place write at offsets it cannot tell equal are
+        not fused, and the read is a copy of its own."""
+        if not (isinstance(value, At) and len(self.slots) == 1 and isinstance(self.slots[0], int) and not self.yielded):
+            return value
+        if all(isinstance(inits[i], At) and inits[i].offset == self.slots[0] for i in self.initial):
+            return At(self.slots[0])
+        return value
+
     def kind(self, inits) -> str:
         """The kind of what a round after the first reads, as far as the plan tells."""
         kinds = {kind_of(inits[i]) for i in self.initial[1:] if self.slots or self.yielded} | (
@@ -777,6 +789,7 @@ class CompiledFunctions(ArenaFunctions):
         """Run the body in (traced) round `round_`; where each value is in the next round."""
         outer = self._next, self._rings
         self._rings = rings
+        state = tuple(g.settled(inits, s) for g, s in zip(rings, state))
         self._next = tuple(g.toggle(s) if g.toggles else g.slot(round_ + 1) for g, s in zip(rings, state))
         try:
             yielded = self.run_block(interpreter, op.body.block, state)
