@@ -128,6 +128,15 @@ def kind_of(value) -> str:
     return "at" if isinstance(value, At) else "either" if isinstance(value, Either) else "value"
 
 
+class _Settled(Exception):
+    """A loop's carried values that lie at the same constant offset in every round: trace it again
+    with them there, or (None) not, after all (`CompiledFunctions.loop`)."""
+
+    def __init__(self, owner: Operation, offsets: dict[int, int | None]):
+        super().__init__(f"results {sorted(offsets)} of {owner.name} lie at constant offsets")
+        self.owner, self.offsets = owner, offsets
+
+
 class _Widen(Exception):
     """A loop or branch produced a value of a kind it does not carry: trace it again, wider."""
 
@@ -240,18 +249,6 @@ class _Ring:
         if lead := -len(self.initial) % len(self.slots):
             round_ = lax.sub(round_, np.int32(-lead))
         return _entry(self.slots, _modulo(round_, len(self.slots)))
-
-    def settled(self, inits, value):
-        """`value` at its slot's offset where that is the same constant in every round: a ring of one
-        slot, where the init operand (if any) lies too. The loop's state would carry the offset, which
-        XLA folds into a constant in the body's reads, where a write takes it as an argument
-        (`offsets_as_arguments`): a read and an in-place write at offsets it cannot tell equal are
-        not fused, and the read is a copy of its own."""
-        if not (isinstance(value, At) and len(self.slots) == 1 and isinstance(self.slots[0], int) and not self.yielded):
-            return value
-        if all(isinstance(inits[i], At) and inits[i].offset == self.slots[0] for i in self.initial):
-            return At(self.slots[0])
-        return value
 
     def kind(self, inits) -> str:
         """The kind of what a round after the first reads, as far as the plan tells."""
@@ -705,25 +702,49 @@ class CompiledFunctions(ArenaFunctions):
         def flag(go, round_, before=True):
             return go if count is None else before & (go == (round_ < count))
 
+        # a value at the same constant offset in the first round and after every round is read there
+        # (`_Settled`), where the loop's state would carry the offset: XLA folds it into a constant
+        # in each read, where the kernel takes its other offsets as arguments (`offsets_as_arguments`),
+        # so each such read is a fusion of its own, and a read and an in-place write at offsets XLA
+        # cannot tell equal are not fused (the read is a copy of its own)
+        settled: dict[int, int] = {}
+        unsettled: set[int] = set()  # settled once, then found elsewhere after a round
+
         def body(carry):
             self.threaded, round_, before, state = carry
+            state = tuple(At(settled[k]) if k in settled else v for k, v in enumerate(state))
             self.base = self.base & round_  # still 0, but no longer the same in every round
             following = self.step(interpreter, op, rings, args, layouts, round_, state)
+            constant = {k: v.offset for k, (v, first) in enumerate(zip(following, start_state)) if k not in settled and k not in unsettled
+                        and isinstance(v, At) and isinstance(first, At) and _same(first.offset, v.offset)}
+            constant.update({k: None for k, offset in settled.items()
+                             if not (isinstance(following[k], At) and _same(following[k].offset, offset))})
+            if constant:
+                raise _Settled(op, constant)
             go = self.test(interpreter, op, following)
             return self.threaded, round_ + 1, flag(go, round_ + 1, before), self.encode_all(op, following, kinds, layouts, state)
 
-        start = self.threaded
+        start, start_state = self.threaded, state
         while True:
             try:
-                carry = (start, jnp.int32(0), flag(go, 0), self.encode_all(op, state, kinds, layouts))
+                carry = (start, jnp.int32(0), flag(go, 0), self.encode_all(op, start_state, kinds, layouts))
                 cond = (lambda c: c[2]) if count is None else (lambda c: c[1] < count)
                 self.threaded, rounds, agreed, state = lax.while_loop(cond, body, carry)
                 break
+            except _Settled as found:
+                if found.owner is not op:
+                    raise
+                settled.update({k: offset for k, offset in found.offsets.items() if offset is not None})
+                unsettled.update(k for k, offset in found.offsets.items() if offset is None)
+                for k in unsettled:
+                    settled.pop(k, None)
+                self.threaded = start
             except _Widen as widen:
                 if widen.owner is not op:
                     raise
                 kinds[widen.position] = widen.kind
                 self.threaded = start
+        state = tuple(At(settled[k]) if k in settled else v for k, v in enumerate(state))
         if count is not None:
             self.wrong_rounds = self.wrong_rounds | ~agreed
         elif op.rounds is not None:
@@ -789,7 +810,6 @@ class CompiledFunctions(ArenaFunctions):
         """Run the body in (traced) round `round_`; where each value is in the next round."""
         outer = self._next, self._rings
         self._rings = rings
-        state = tuple(g.settled(inits, s) for g, s in zip(rings, state))
         self._next = tuple(g.toggle(s) if g.toggles else g.slot(round_ + 1) for g, s in zip(rings, state))
         try:
             yielded = self.run_block(interpreter, op.body.block, state)
