@@ -33,6 +33,7 @@ SETTLED_SEEDS = (9, 786)
 elsewhere than after every round, at an offset traced (9) or constant (786): neither lies at one
 constant offset in every round (`_Settled`)."""
 
+
 def _kernel(planned: jaxalloc.Planned):
     (traced,) = planned._cache.values()
     (kernel,) = traced.kernels.values()
@@ -462,8 +463,7 @@ def test_a_gradient_summed_in_a_loop_is_updated_where_it_lies():
     into a constant where the write takes it as an argument, the sum was copied out of the arena
     first (263,112 bytes of temp, against 17,440)."""
     w, xs = jnp.full((256, 256), 0.01), jnp.ones((16, 8, 256))
-    planned = jaxalloc.planned(_weight_gradient)
-    assert jnp.allclose(planned(w, xs), jax.jit(_weight_gradient)(w, xs), rtol=1e-5, atol=1e-6)
+    planned = check_program(_weight_gradient, w, xs, mode="compiled")
     temp = _kernel(planned).executable([w, xs]).memory_analysis().temp_size_in_bytes
     assert temp < w.nbytes
 

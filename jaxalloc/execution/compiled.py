@@ -710,9 +710,12 @@ class CompiledFunctions(ArenaFunctions):
         settled: dict[int, int] = {}
         unsettled: set[int] = set()  # settled once, then found elsewhere after a round
 
+        def at_settled(state: tuple) -> tuple:
+            return tuple(At(settled[k]) if k in settled else v for k, v in enumerate(state))
+
         def body(carry):
             self.threaded, round_, before, state = carry
-            state = tuple(At(settled[k]) if k in settled else v for k, v in enumerate(state))
+            state = at_settled(state)
             self.base = self.base & round_  # still 0, but no longer the same in every round
             following = self.step(interpreter, op, rings, args, layouts, round_, state)
             constant = {k: v.offset for k, (v, first) in enumerate(zip(following, start_state)) if k not in settled and k not in unsettled
@@ -734,17 +737,19 @@ class CompiledFunctions(ArenaFunctions):
             except _Settled as found:
                 if found.owner is not op:
                     raise
-                settled.update({k: offset for k, offset in found.offsets.items() if offset is not None})
-                unsettled.update(k for k, offset in found.offsets.items() if offset is None)
-                for k in unsettled:
-                    settled.pop(k, None)
+                for k, offset in found.offsets.items():
+                    if offset is None:
+                        del settled[k]
+                        unsettled.add(k)
+                    else:
+                        settled[k] = offset
                 self.threaded = start
             except _Widen as widen:
                 if widen.owner is not op:
                     raise
                 kinds[widen.position] = widen.kind
                 self.threaded = start
-        state = tuple(At(settled[k]) if k in settled else v for k, v in enumerate(state))
+        state = at_settled(state)
         if count is not None:
             self.wrong_rounds = self.wrong_rounds | ~agreed
         elif op.rounds is not None:
