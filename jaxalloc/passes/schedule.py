@@ -49,24 +49,30 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
     blocks = list(_blocks(module))
     names = list(ORDERS)
     graphs = [_Dependences(block) for block in blocks]  # no order of a block changes its dependences
-    orders: dict[tuple[int, str], list[Operation]] = {}
-    planned: dict[tuple[str, ...], int] = {}  # a choice tried again (one block: each of the first) is not planned again
+    orders: dict[tuple[int, str], tuple[Operation, ...]] = {}
+    # the bound of each module order planned: two choices often order every block alike (a block's
+    # orders agree where it is a chain), and a plan costs as much as the rest of the pass
+    planned: dict[tuple[tuple[Operation, ...], ...], int] = {}
+
+    def order(b: int, name: str) -> tuple[Operation, ...]:
+        if (b, name) not in orders:
+            orders[b, name] = tuple(ORDERS[name](graphs[b]))
+        return orders[b, name]
 
     def reorder(choice: list[str]) -> None:
         """Each of `blocks` in place in the order `choice` names for it."""
         for b, (block, name) in enumerate(zip(blocks, choice)):
-            if (b, name) not in orders:
-                orders[b, name] = ORDERS[name](graphs[b])
             terminator = block.last_op
-            for op in orders[b, name]:
+            for op in order(b, name):
                 op.detach()
                 block.insert_op_before(op, terminator)
 
     def bound_of(choice: list[str]) -> int:
-        if tuple(choice) not in planned:
+        key = tuple(order(b, name) for b, name in enumerate(choice))
+        if key not in planned:
             reorder(choice)
-            planned[tuple(choice)] = module_bound(module, alignment)
-        return planned[tuple(choice)]
+            planned[key] = module_bound(module, alignment)
+        return planned[key]
 
     bounds = {name: bound_of([name] * len(blocks)) for name in names}
     start = min(names, key=lambda name: (bounds[name], names.index(name)))
