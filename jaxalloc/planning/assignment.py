@@ -118,14 +118,16 @@ class _Merge:
 
 @dataclass(frozen=True)
 class _Options:
-    allocator: str
+    allocator: str | None
     alignment: int
     include_outputs: bool
 
 
-def plan_function(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False,
+def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
                   donated: Sequence[int] = ()) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
+    With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
+    (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
 
     The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
     to their last use and written there when the function is called: later values and outputs
@@ -519,10 +521,12 @@ class _BlockPlanner:
             ends.append(index + 1)
         if not keys:
             return
-        problem = Problem.from_intervals(sizes, starts, ends, alignment=self.options.alignment)
-        allocation = allocate(problem, self.options.allocator)
-        self.plan.size = int(allocation.peak)
-        for key, offset, size, repeat, start, end in zip(keys, allocation.offsets, sizes, repeats, starts, ends):
+        if self.options.allocator is None:  # buffers and lifetimes only, every one at offset 0
+            offsets = [0] * len(keys)
+        else:
+            allocation = allocate(Problem.from_intervals(sizes, starts, ends, alignment=self.options.alignment), self.options.allocator)
+            offsets, self.plan.size = allocation.offsets, int(allocation.peak)
+        for key, offset, size, repeat, start, end in zip(keys, offsets, sizes, repeats, starts, ends):
             if isinstance(key, list):
                 self.plan.buffers.append(Buffer(key, int(offset), size // repeat, repeat, start, end))
             else:
