@@ -225,6 +225,11 @@ class _Ring:
     def toggles(self) -> bool:
         return self.yielded and bool(self.slots)
 
+    def holds(self, offset) -> bool:
+        """Whether every round after the first finds the value at `offset`: a ring of one slot there,
+        after one init operand at most."""
+        return len(self.initial) <= 1 and len(self.slots) == 1 and not self.yielded and _same(self.slots[0], offset)
+
     def reads_init(self, round_: int) -> int | None:
         """The init operand round `round_` reads in place, if it reads one (`ViewsAttr.view`)."""
         if self.initial and (not (self.slots or self.yielded) or round_ < len(self.initial)):
@@ -706,8 +711,11 @@ class CompiledFunctions(ArenaFunctions):
         # (`_Settled`), where the loop's state would carry the offset: XLA folds it into a constant
         # in each read, where the kernel takes its other offsets as arguments (`offsets_as_arguments`),
         # so each such read is a fusion of its own, and a read and an in-place write at offsets XLA
-        # cannot tell equal are not fused (the read is a copy of its own)
-        settled: dict[int, int] = {}
+        # cannot tell equal are not fused (the read is a copy of its own). The plan foretells most:
+        # a ring of one slot that the init operand lies in starts settled, so that a guess the
+        # body confirms costs no second trace of it (nor of the loops inside it)
+        settled: dict[int, int] = {k: first.offset for k, (first, ring) in enumerate(zip(state, rings))
+                                   if isinstance(first, At) and ring.holds(first.offset)}
         unsettled: set[int] = set()  # settled once, then found elsewhere after a round
 
         def at_settled(state: tuple) -> tuple:
