@@ -365,13 +365,16 @@ class CompiledFunctions(ArenaFunctions):
     def threaded(self, values: tuple) -> None:
         self.bytes, self.copied, self.wrong_rounds, self.base = values
 
-    def write(self, value: jax.Array, layout: Layout, offset, spread: bool = False) -> At:
+    def write(self, value: jax.Array, layout: Layout, offset, spread: bool = False, moved: bool = False) -> At:
         """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
-        would take that write for a cheap one, it is made dearer: see the module docstring."""
+        would take that write for a cheap one, it is made dearer: see the module docstring. A value
+        `moved` as it is gets an op for XLA to fuse into the write (`_fusible`)."""
         words = to_words(value, layout, self.word)
         if words.size == 1 and self.paddable:  # the other word is the slot's own padding
             words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
         spread = spread or words.size <= PINNED_WRITE_WORDS and not self._in_one_kernel
+        if moved and not spread:
+            words = _fusible(words, self.base)
         self.put(words, _plus(self.base, _over(offset, self.word.itemsize)), spread)
         return At(offset)
 
@@ -421,7 +424,7 @@ class CompiledFunctions(ArenaFunctions):
             elif isinstance(source, Either):
                 nbytes = jnp.where(source.inside & (source.offset == places[k]), 0, nbytes)
             self.count(nbytes)
-            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k])
+            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k], moved=True)
         return tuple(v if isinstance(v, At) and _same(v.offset, p) else At(p) for v, p in zip(values, places))
 
     def read_first(self, values: Sequence[Any], layouts: Sequence[Layout]) -> list:
@@ -595,8 +598,9 @@ class CompiledFunctions(ArenaFunctions):
             start = lax.add(start, lax.mul(within, np.int32(element // width)))
         if reads:
             value = from_words(_slice(self.bytes, start, nbytes // width), window)
-            return (value if places[0] is None else self.write(value, window, places[0]),)
-        self.put(to_words(operands[0], window, self.word), start, spread=not isinstance(args[1], At | Either))
+            return (value if places[0] is None else self.write(value, window, places[0], moved=True),)
+        words, moved = to_words(operands[0], window, self.word), isinstance(args[1], At | Either)
+        self.put(_fusible(words, self.base) if moved else words, start, spread=not moved)
         return (At(places[0]),)
 
     def relocate(self, source, place, layout: Layout) -> None:
@@ -609,7 +613,7 @@ class CompiledFunctions(ArenaFunctions):
         width = self.word.itemsize
 
         def copy() -> tuple:
-            self.put(self.words(source, layout.nbytes), _plus(self.base, _over(place, width)), spread=False)
+            self.put(_fusible(self.words(source, layout.nbytes), self.base), _plus(self.base, _over(place, width)), spread=False)
             return ()
 
         self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [], last_writes=True)
@@ -850,6 +854,15 @@ class CompiledFunctions(ArenaFunctions):
         return self.switch(None, lax.convert_element_type(due, jnp.int32),
                            [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], ["either"],
                            last_writes=True)[0]
+
+
+def _fusible(words: jax.Array, base) -> jax.Array:
+    """`words`, or'ed with `base` (0, which XLA cannot see). A write of words computed elsewhere (a
+    value moved between slots, read out of the arena apart) is a `dynamic_update_slice` that XLA
+    fuses with nothing, and compiles with its older emitter, apart from every other such write
+    (some 14 ms each); with an op on the words, it is a fusion like the others, compiled once for
+    every write of its size."""
+    return words | lax.broadcast(lax.convert_element_type(base, words.dtype), words.shape)
 
 
 def _chosen(either: Either, loaded):
