@@ -669,12 +669,17 @@ class CompiledFunctions(ArenaFunctions):
 
         start, unseen = jax.tree.leaves(self.threaded), self.base == _UNSEEN  # False, where XLA cannot see it
         traced, shape = jax.make_jaxpr(call, return_shape=True)(self.threaded)
-        outside = [*start[1:], *traced.consts]  # what the call takes besides the arena
+        # the program's small constants are constants of the call: each taken through a `select`
+        # would be a fusion of its own outside the call, distinct by its value
+        known = [_hideable(c) and not isinstance(c, jax.core.Tracer) for c in traced.consts]
+        outside = [*start[1:], *(c for c, k in zip(traced.consts, known) if not k)]  # what the call takes besides the arena
         if all(map(_hideable, outside)):
             def kernel(*inputs):
                 inputs, base = list(inputs), len(start) - 1  # `threaded` ends with `base`
                 inputs[base] = _read_all(inputs, inputs[base])
-                return jax.core.eval_jaxpr(traced.jaxpr, inputs[len(start):], *inputs[:len(start)])
+                taken = iter(inputs[len(start):])
+                consts = [np.asarray(c) if k else next(taken) for c, k in zip(traced.consts, known)]
+                return jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)])
 
             outputs = jax.jit(kernel, inline=False)(start[0], *(_hidden(x, unseen) for x in outside))
             outputs = set_xla_metadata(outputs, xla_cpu_small_call="true", inlineable="false")
