@@ -669,9 +669,13 @@ class CompiledFunctions(ArenaFunctions):
 
         start, unseen = jax.tree.leaves(self.threaded), self.base == _UNSEEN  # False, where XLA cannot see it
         traced, shape = jax.make_jaxpr(call, return_shape=True)(self.threaded)
-        # the program's small constants are constants of the call: each taken through a `select`
-        # would be a fusion of its own outside the call, distinct by its value
-        known = [_hideable(c) and not isinstance(c, jax.core.Tracer) for c in traced.consts]
+        # the program's float scalars are constants of the call, which XLA folds into its one kernel:
+        # each taken through a `select` would be a fusion of its own outside the call, distinct by
+        # its value. Integers and booleans stay arguments: one XLA sees may fix a loop's trip count
+        # or a branch, and a loop or branch it removes hands the arena on, which it then copies
+        # (random program 604, a `fori_loop` of `x * 0` rounds)
+        known = [jnp.shape(c) == () and jnp.result_type(c).kind == "f" and not isinstance(c, jax.core.Tracer)
+                 for c in traced.consts]
         outside = [*start[1:], *(c for c, k in zip(traced.consts, known) if not k)]  # what the call takes besides the arena
         if all(map(_hideable, outside)):
             def kernel(*inputs):
