@@ -682,7 +682,7 @@ class CompiledFunctions(ArenaFunctions):
                 inputs, base = list(inputs), len(start) - 1  # `threaded` ends with `base`
                 inputs[base] = _read_all(inputs, inputs[base])
                 taken = iter(inputs[len(start):])
-                consts = [np.asarray(c) if k else next(taken) for c, k in zip(traced.consts, known)]
+                consts = [with_weak_type(np.asarray(c), jax.typeof(c)) if k else next(taken) for c, k in zip(traced.consts, known)]
                 return jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)])
 
             outputs = jax.jit(kernel, inline=False)(start[0], *(_hidden(x, unseen) for x in outside))
