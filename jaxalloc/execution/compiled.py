@@ -367,21 +367,22 @@ class CompiledFunctions(ArenaFunctions):
 
     def write(self, value: jax.Array, layout: Layout, offset, spread: bool = False, moved: bool = False) -> At:
         """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
-        would take that write for a cheap one, it is made dearer: see the module docstring. A value
-        `moved` as it is gets an op for XLA to fuse into the write (`_fusible`)."""
+        would take that write for a cheap one, it is made dearer: see the module docstring. `moved`:
+        see `put`."""
         words = to_words(value, layout, self.word)
         if words.size == 1 and self.paddable:  # the other word is the slot's own padding
             words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
         spread = spread or words.size <= PINNED_WRITE_WORDS and not self._in_one_kernel
-        if moved and not spread:
-            words = _fusible(words, self.base)
-        self.put(words, _plus(self.base, _over(offset, self.word.itemsize)), spread)
+        self.put(words, _plus(self.base, _over(offset, self.word.itemsize)), spread, moved)
         return At(offset)
 
-    def put(self, words: jax.Array, start, spread: bool) -> None:
-        """Write `words` at word `start`, pinned first where they may be a broadcast."""
+    def put(self, words: jax.Array, start, spread: bool, moved: bool = False) -> None:
+        """Write `words` at word `start`, pinned first where they may be a broadcast; words `moved`
+        as they are (read out of the arena) get an op for XLA to fuse into the write (`_fusible`)."""
         if spread and words.size > 1:  # the slot's words, masked with the zero XLA cannot see
             words = _pinned(words, _slice(self.bytes, start, words.size) & lax.convert_element_type(self.base, words.dtype))
+        elif moved and not spread:
+            words = _fusible(words, self.base)
         self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
 
     def touch(self) -> None:
@@ -599,8 +600,8 @@ class CompiledFunctions(ArenaFunctions):
         if reads:
             value = from_words(_slice(self.bytes, start, nbytes // width), window)
             return (value if places[0] is None else self.write(value, window, places[0], moved=True),)
-        words, moved = to_words(operands[0], window, self.word), isinstance(args[1], At | Either)
-        self.put(_fusible(words, self.base) if moved else words, start, spread=not moved)
+        moved = isinstance(args[1], At | Either)
+        self.put(to_words(operands[0], window, self.word), start, spread=not moved, moved=moved)
         return (At(places[0]),)
 
     def relocate(self, source, place, layout: Layout) -> None:
@@ -613,7 +614,7 @@ class CompiledFunctions(ArenaFunctions):
         width = self.word.itemsize
 
         def copy() -> tuple:
-            self.put(_fusible(self.words(source, layout.nbytes), self.base), _plus(self.base, _over(place, width)), spread=False)
+            self.put(self.words(source, layout.nbytes), _plus(self.base, _over(place, width)), spread=False, moved=True)
             return ()
 
         self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [], last_writes=True)

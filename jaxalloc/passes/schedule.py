@@ -90,11 +90,12 @@ def schedule(module: ModuleOp, alignment: int = 64, budget: int = 8) -> dict[str
     return {**bounds, "best": best}
 
 
-def module_bound(module: ModuleOp, alignment: int = 64) -> int:
+def module_bound(module: ModuleOp, alignment: int = 64, allocator: str | None = None) -> int:
     """Max-live of the rows the planner makes of `module`'s function, outputs inside the arena (an
-    order that computes an output early holds its memory as long as any other value's)."""
+    order that computes an output early holds its memory as long as any other value's). No address
+    changes it: the buffers are left unplaced unless an `allocator` is named."""
     func = next(op for op in module.ops if isinstance(op, jx.FuncOp))
-    plan = plan_function(func, allocator=None, alignment=alignment, include_outputs=True)  # no address changes the bound
+    plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=True)
     rows = plan_rows(func, plan)
     return max_live(Problem.from_intervals([r.size for r in rows], [r.start for r in rows], [r.end for r in rows], alignment=alignment))
 
