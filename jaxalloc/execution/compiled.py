@@ -528,7 +528,8 @@ class CompiledFunctions(ArenaFunctions):
     @impl_callable(jx.FuncOp)
     def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
         self.bytes, args = args[0], args[1:]
-        self.copied, self.wrong_rounds = (jnp.uint32(0), jnp.uint32(0)), jnp.bool_(False)
+        # host constants until an op counts a copy or checks a round: then traced (`CompiledRun.interpret`)
+        self.copied, self.wrong_rounds = (np.uint32(0), np.uint32(0)), np.bool_(False)
         self._next, self._rings = (), ()
         results = JxFunctions.call_func(self, interpreter, op, args)
         outputs = op.body.block.last_op.operands
@@ -1206,6 +1207,8 @@ class CompiledRun:
         self.jaxpr: jax.extend.core.ClosedJaxpr | None = None
         """What the kernel computes (after a call): the arena, `base`, the arguments, then the offsets."""
         self._offsets: tuple = ()
+        self._status: np.ndarray | None = None
+        """The copied bytes and wrong rounds where no op of the kernel can change them (`interpret`)."""
 
     def interpret(self, arena, base, *args):
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
@@ -1216,9 +1219,12 @@ class CompiledRun:
         outputs = interpreter.call_op(self.func_name, (arena, *args))
         if self.out_avals:
             outputs = tuple(map(with_weak_type, outputs, self.out_avals))
-        low, high = functions.copied
-        status = jnp.stack([jnp.asarray(low, jnp.int32), jnp.asarray(high, jnp.int32), jnp.asarray(functions.wrong_rounds, jnp.int32)])
-        return functions.bytes, status, outputs
+        status = (*functions.copied, functions.wrong_rounds)
+        if not any(isinstance(s, jax.core.Tracer) for s in status):
+            # known as it is traced: a constant output would be a kernel XLA compiles of its own
+            self._status = np.array(status, np.int32)
+            return functions.bytes, None, outputs
+        return functions.bytes, jnp.stack([jnp.asarray(s, jnp.int32) for s in status]), outputs
 
     def build(self, args: Sequence[Any]) -> None:
         """The kernel for `args`: the module interpreted once, then its offsets made arguments
@@ -1252,6 +1258,8 @@ class CompiledRun:
             self.build(args)
             status, outputs = self.run(args)
         self._compiled = True
+        if status is None:
+            status = self._status
         # one small transfer: reading each scalar apart costs a device-to-host round trip each
         low, high, wrong = np.asarray(status).tolist()
         return outputs, low + (high << 20), bool(wrong)
