@@ -19,10 +19,8 @@ which stays where it is as a fusion of the links before it, so fusion never rais
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -61,15 +59,6 @@ def _ends_fusion(op: Operation, library: bool = False) -> bool:
     if library and library_graphs.window_reduction(op):
         return True
     return isinstance(op, jx.PrimOp) and op.primitive.data in _REDUCTIONS and len(op.operands) == 1 and len(op.results) == 1
-
-
-def _reads_elementwise(reader: Operation, op: Operation, library: bool = False) -> bool:
-    """Whether `reader`, a fusible op or a reduction, reads `op`'s result element by element as its
-    fusion computes it: an op of its shape, or a reduction of it (not a convolution that joined a
-    library graph, which reads neighbours)."""
-    if library and library_graphs.producer(reader):
-        return False
-    return _ends_fusion(reader, library) or _shape(reader) == _shape(op)
 
 
 def _joins_readers(op: Operation) -> bool:
@@ -124,11 +113,46 @@ MAX_DUPLICATED = 3
 """The longest chain of ops one fusion recomputes from a value other fusions also read."""
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What `_choose` asks of an op of a block, found once: it asks the same of every op in each
+    round of cuts, and nothing changes the block until the choice is made. With `library`, the
+    library graphs' questions (`library_graphs`); without, all False."""
+
+    fusible: bool
+    broadcast: bool
+    """A broadcast or an iota, which joins its readers (`_joins_readers`)."""
+    ends: bool
+    """A reduction, or with `library` a window reduction (`_ends_fusion`)."""
+    producer: bool
+    root: bool
+    member: bool
+    window_reduction: bool
+    readers: tuple[Operation, ...]
+    shape: tuple[int, ...] | None
+
+    @staticmethod
+    def of(op: Operation, block: Block, library: bool) -> _Facts:
+        single = len(op.results) == 1 and hasattr(op.results[0].type, "get_shape")
+        return _Facts(
+            fusible(op), _joins_readers(op), _ends_fusion(op, library),
+            library and library_graphs.producer(op), library and library_graphs.root(op),
+            library and library_graphs.member(op), library and library_graphs.window_reduction(op),
+            tuple(_readers(op, block)) if len(op.results) == 1 else (), _shape(op) if single else None,
+        )
+
+    def reads_elementwise(self, op: _Facts) -> bool:
+        """Whether this op, a fusible op or a reduction, reads `op`'s result element by element as
+        its fusion computes it: an op of its shape, or a reduction of it (not a convolution that
+        joined a library graph, which reads neighbours)."""
+        return not self.producer and (self.ends or self.shape == op.shape)
+
+
 class _Lives:
     """Where each value of a block that takes arena memory is read, before fusion and after a choice
     of fusions, and which steps of the block would then hold more bytes than before."""
 
-    def __init__(self, block: Block, budget: int | None) -> None:
+    def __init__(self, block: Block, budget: int | None, library: bool = False) -> None:
         self.block = block
         self.budget = budget
         self.ops = list(block.ops)
@@ -147,15 +171,8 @@ class _Lives:
         self.small_only = budget is OWN_PEAK
         if self.small_only:
             self.budget = max(self.live, default=0)
-        self._answers: dict[tuple, Any] = {}
-
-    def ask(self, question: Callable, *about) -> Any:
-        """`question(*about)`, asked once: `_choose` asks the same of every op in each round of cuts,
-        and nothing changes the block until the choice is made."""
-        key = (question, *about)
-        if key not in self._answers:
-            self._answers[key] = question(*about)
-        return self._answers[key]
+        self.library = library
+        self.facts = {op: _Facts.of(op, block, library) for op in self.ops}
 
     def storage(self, value: SSAValue) -> SSAValue | None:
         """The value of this block whose memory `value` is (through views), or None where it takes no
@@ -224,49 +241,47 @@ def _bytes(value: SSAValue, alignment: int = SLOT) -> int:
     return -(-byte_size(value.type) // alignment) * alignment
 
 
-def _choose(lives: _Lives, kept: set[Operation], library: bool = False) -> dict[Operation, set[Operation]]:
+def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operation]]:
     """For every fusible op of the block, the fusions it runs in (itself alone where it stays an op of
     its own). Ops are taken last to first, so that the fusions of each reader are known: an op joins
     those of its readers if every reader is a fusible op of its shape in this block or a reduction of
     it, and, where those are several fusions, if it is cheap and the chain recomputed is short. Ops in
-    `kept` stay. With `library`, a window reduction ends a fusion too, and a convolution joins the
+    `kept` stay. With `lives.library`, a window reduction ends a fusion too, and a convolution joins the
     one fusion its readers are in where that is a library graph (`library_graphs`): one started by a
     window reduction or a reduction, every other member an op the library computes; the (window)
     reduction that such a convolution alone reads joins it too, with what feeds it."""
-    ask = lives.ask
+    facts = lives.facts
     roots: dict[Operation, set[Operation]] = {}
     duplicated: dict[Operation, int] = {}
     graphs: set[Operation] = set()  # roots of the library graphs whose members so far the library computes
     for op in reversed(lives.ops):
-        broadcast = ask(_joins_readers, op)
-        producer, ends = library and ask(library_graphs.producer, op), ask(_ends_fusion, op, library)
-        if not ask(fusible, op) and not broadcast and not producer and not ends:
+        mine = facts[op]
+        if not mine.fusible and not mine.broadcast and not mine.producer and not mine.ends:
             continue
         roots[op] = {op}
-        if ends:
-            if library and ask(library_graphs.root, op):
+        readers = mine.readers
+        if mine.ends:
+            if mine.root:
                 graphs.add(op)
                 # the graph grows on up through the convolution it feeds, if that joined a graph
-                readers = ask(_readers, op, lives.block)
                 if op not in kept and len(readers) == 1 and _joined_graph(readers[0], roots, graphs):
                     roots[op], duplicated[op] = roots[readers[0]], 0
                     graphs.discard(op)
             continue
-        readers = ask(_readers, op, lives.block)
         # only into readers of its shape (or reductions of it): XLA computes an expression of smaller
         # operands once, before the loop over elements, in memory of its own that no plan would see
-        if op in kept or not readers or not all(r in roots and ask(_reads_elementwise, r, op, library) for r in readers):
+        if op in kept or not readers or not all(r in roots and facts[r].reads_elementwise(mine) for r in readers):
             continue
-        if broadcast and any(r.primitive.data in _HOISTED or ask(_joins_readers, r) for r in readers):
+        if mine.broadcast and any(r.primitive.data in _HOISTED or facts[r].broadcast for r in readers):
             continue
         into = set().union(*(roots[r] for r in readers))
-        if producer:
+        if mine.producer:
             if len(into) == 1 and into <= graphs:
                 roots[op], duplicated[op] = into, 0
             continue
-        if library and not ask(library_graphs.member, op):
+        if lives.library and not mine.member:
             # outside what the library computes: a window reduction reads it from a buffer of XLA's
-            if any(ask(library_graphs.window_reduction, r) for r in into):
+            if any(facts[r].window_reduction for r in into):
                 continue
             graphs -= into
         chain = 1 + max(duplicated.get(r, 0) for r in readers) if len(into) > 1 else 0
@@ -289,9 +304,9 @@ def fuse_block(block: Block, budget: int | None = None, library: bool = False) -
     planned, less those of the operands whose lives grow), the chain of moved ops from such a reader
     is cut at its last link, which stays where it is as a fusion of its own (so the chain moves no
     farther than that op), and the choice is made again."""
-    lives = _Lives(block, budget)
+    lives = _Lives(block, budget, library)
     kept: set[Operation] = set()
-    while culprits := lives.rises(roots := _choose(lives, kept, library)):
+    while culprits := lives.rises(roots := _choose(lives, kept)):
         kept |= {_last_moved(op, roots, block) for op in culprits}
     groups: dict[Operation, list[Operation]] = {}
     for op in lives.ops:
