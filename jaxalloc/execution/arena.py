@@ -110,7 +110,7 @@ def to_words(value: jax.Array, layout: Layout, word: np.dtype) -> jax.Array:
         value = jnp.pad(value.reshape(-1), (0, -value.size % per_word)).reshape(-1, per_word)
     if stored != word:
         value = lax.bitcast_convert_type(value, word)
-    return value.reshape(-1)
+    return _shaped(value, (value.size,))
 
 
 def from_words(data: jax.Array, layout: Layout) -> jax.Array:
@@ -123,8 +123,8 @@ def from_words(data: jax.Array, layout: Layout) -> jax.Array:
     else:
         value = data
     count = layout.nbytes // stored.itemsize
-    value = value.reshape(-1)
-    value = (value if value.size == count else value[:count]).reshape(layout.stored_shape)
+    value = _shaped(value, (value.size,))
+    value = _shaped(value if value.size == count else value[:count], layout.stored_shape)
     if layout.key_impl is not None:
         return jax.random.wrap_key_data(value, impl=layout.key_impl)
     if layout.dtype == np.bool_:
@@ -132,6 +132,11 @@ def from_words(data: jax.Array, layout: Layout) -> jax.Array:
     if layout.dtype.kind == "c":
         return lax.complex(value[..., 0], value[..., 1])
     return value if value.dtype == layout.dtype else value.astype(layout.dtype)
+
+
+def _shaped(value: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """`value` reshaped, by `lax` itself: every read and write of a kernel's trace reshapes."""
+    return value if value.shape == shape else lax.reshape(value, shape)
 
 
 Located = int | jax.Array
