@@ -4,6 +4,8 @@ Per program: warm calls (best of `--repeats` after the first, taken in turns) of
 compiled arena (`mode="compiled"`, after the default passes), of the compiled arena of the program's own ops
 (`passes=("jx-dce",)`: no fusion) and of the op-by-op arena (`mode="arena"`), the first call of
 each (tracing, passes, planning, compiling), and the ratios to jit, with their geometric means;
+XLA's compile of the compiled kernel alone (JAX's caches cleared, after every program has run: the
+part of the compiled first call that is XLA's, against the whole of jit's first call);
 then, for the compiled kernel, its arena, its own temp memory
 (`memory_analysis()`, beside the arena), the largest single op's operands and results (what that
 temp may be), and the copies of the arena XLA put in the kernel (0 when it updates the arena in
@@ -68,7 +70,19 @@ def largest_op_bytes(module) -> int:
     )
 
 
-def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> dict:
+def kernel_compile_time(kernel, leaves: list) -> float:
+    """XLA's compile of `kernel` for `leaves`, with JAX's caches cleared, which would hand back the
+    executable of the first call."""
+    jax.clear_caches()
+    lowered = kernel.traced(leaves).lower()
+    start = time.perf_counter()
+    lowered.compile()
+    return time.perf_counter() - start
+
+
+def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> tuple[dict, Callable[[], float]]:
+    """The program's row, and how to time its kernel's compile (`kernel_compile_time`), which clears
+    JAX's caches: called once every program's calls are timed."""
     jitted = jax.jit(fn)
     own_ops = planned(fn, mode="compiled", passes=("jx-dce",))
     compiled = planned(fn, mode="compiled")
@@ -92,7 +106,7 @@ def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> dict:
     row["temp"] = executable.memory_analysis().temp_size_in_bytes
     row["largest op"] = largest_op_bytes(traced.converted.module)
     row["arena copies"] = kernel.arena_copies(executable)
-    return row
+    return row, lambda: kernel_compile_time(kernel, jax.tree_util.tree_leaves(args))
 
 
 def _ms(seconds: float) -> str:
@@ -107,7 +121,8 @@ def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
     header = ["program", "jit ms", "compiled ms", "/ jit", "own ops ms", "/ jit"]
     if op_by_op:
         header += ["op-by-op ms", "/ jit"]
-    header += ["jit first s", "compiled first s", "compiled first / jit first", "own ops first s"]
+    header += ["jit first s", "compiled first s", "compiled first / jit first", "kernel compile s", "/ jit first",
+               "own ops first s"]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
     for name, r in rows:
@@ -116,13 +131,16 @@ def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
         if op_by_op:
             cells += [_ms(r["arena"]), f"{r['arena'] / r['jit']:.1f}"]
         cells += [f"{r['jit first']:.2f}", f"{r['compiled first']:.2f}", f"{r['compiled first'] / r['jit first']:.2f}",
-                  f"{r['own ops first']:.2f}"]
+                  f"{r['kernel compile']:.2f}", f"{r['kernel compile'] / r['jit first']:.2f}", f"{r['own ops first']:.2f}"]
         print("| " + " | ".join(cells) + " |")
     for label, key in (("compiled", "compiled"), ("own ops, compiled", "own ops")):
         warm = [r[key] / r["jit"] for _, r in rows]
         first = [r[key + " first"] / r["jit first"] for _, r in rows]
         print(f"\n{label} / jit, warm: geometric mean {_geomean(warm):.2f}, most {max(warm):.2f}; "
               f"first call: geometric mean {_geomean(first):.2f}, most {max(first):.2f}")
+    alone = [r["kernel compile"] / r["jit first"] for _, r in rows]
+    print(f"\nXLA's compile of the compiled kernel alone / jit's first call: geometric mean {_geomean(alone):.2f}, "
+          f"most {max(alone):.2f}")
     print()
     print("| program (compiled) | arena | kernel temp | largest op | arena copies in the kernel | copied bytes |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -137,12 +155,16 @@ def main() -> None:
     parser.add_argument("--no-op-by-op", dest="op_by_op", action="store_false", help="skip the op-by-op arena")
     options = parser.parse_args()
     wanted = options.programs.split(",") if options.programs else None
-    rows = []
+    rows, compiles = [], []
     for name, fn, args in benchmark_programs():
         if wanted and not any(w.lower() in name.lower() for w in wanted):
             continue
-        rows.append((name, measure(fn, args, options.repeats, options.op_by_op)))
-        print(f"measured {name}: {json.dumps(rows[-1][1])}", file=sys.stderr, flush=True)
+        row, compile_time = measure(fn, args, options.repeats, options.op_by_op)
+        rows.append((name, row))
+        compiles.append(compile_time)
+        print(f"measured {name}: {json.dumps(row)}", file=sys.stderr, flush=True)
+    for (name, row), compile_time in zip(rows, compiles):
+        row["kernel compile"] = compile_time()
     print()
     print_tables(rows, options.op_by_op)
 
