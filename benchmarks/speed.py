@@ -163,7 +163,7 @@ def main() -> None:
         rows.append((name, row))
         compiles.append(compile_time)
         print(f"measured {name}: {json.dumps(row)}", file=sys.stderr, flush=True)
-    for (name, row), compile_time in zip(rows, compiles):
+    for (_, row), compile_time in zip(rows, compiles):
         row["kernel compile"] = compile_time()
     print()
     print_tables(rows, options.op_by_op)
