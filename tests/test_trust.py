@@ -7,6 +7,7 @@ its plan passes the static checker, which walks branches and rounds the run does
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import jax
@@ -169,6 +170,33 @@ def test_the_static_checker_sees_a_branch_the_run_does_not_take():
     cos.attributes["mem.slot"] = sin.attributes["mem.slot"]
     with pytest.raises(jaxalloc.PlanViolation, match=r"%\w+ \(sin .*\) is read by .* but %\w+ \(cos .*\) was written over"):
         check_planned(func)
+
+
+def test_the_static_checkers_guards_mean_the_paths_they_allow():
+    """`_both` and `_meets` (the checker's conditions on paths, merged region by region) agree with
+    every choice of paths, one per region, that satisfies them; `_implies` never claims more."""
+    from jaxalloc.checks.plan_check import _both, _implies, _meets
+
+    regions, paths = range(4), range(3)
+    choices = list(itertools.product(paths, repeat=len(regions)))
+    rng = np.random.default_rng(0)
+
+    def guard():
+        chosen = sorted(rng.choice(len(regions), int(rng.integers(0, len(regions) + 1)), replace=False))
+        return tuple((int(r), frozenset(int(p) for p in rng.choice(len(paths), int(rng.integers(1, 4)), replace=False)))
+                     for r in chosen)
+
+    def allows(g, choice) -> bool:
+        return all(choice[r] in allowed for r, allowed in g)
+
+    for _ in range(400):
+        a, b = guard(), guard()
+        both = _both(a, b)
+        meeting = [c for c in choices if allows(a, c) and allows(b, c)]
+        assert _meets(a, b) == bool(meeting) == (both is not None)
+        assert both is None or [c for c in choices if allows(both, c)] == meeting
+        assert not _implies(a, b) or all(allows(b, c) for c in choices if allows(a, c))
+        assert _implies(a, a) and (both is None or _implies(both, a) and _implies(both, b))
 
 
 def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answer():

@@ -52,20 +52,56 @@ Guard = tuple[tuple[int, frozenset[int]], ...]
 
 
 def _both(a: Guard, b: Guard) -> Guard | None:
-    """Both conditions at once; None where no path satisfies both."""
-    merged = dict(a)
-    for region, paths in b:
-        paths = merged[region] & paths if region in merged else paths
-        if not paths:
-            return None
-        merged[region] = paths
-    return tuple(sorted(merged.items(), key=lambda item: item[0]))
+    """Both conditions at once; None where no path satisfies both. Guards are sorted by region, so
+    the two are merged in one pass (the walk asks this for every instance a write overlaps)."""
+    if not a or not b:
+        return a or b
+    merged, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        (region_a, paths_a), (region_b, paths_b) = a[i], b[j]
+        if region_a == region_b:
+            paths = paths_a & paths_b
+            if not paths:
+                return None
+            merged.append((region_a, paths))
+            i, j = i + 1, j + 1
+        elif region_a < region_b:
+            merged.append(a[i])
+            i += 1
+        else:
+            merged.append(b[j])
+            j += 1
+    return (*merged, *a[i:], *b[j:])
+
+
+def _meets(a: Guard, b: Guard) -> bool:
+    """Whether some path satisfies both: `_both` without building the guard, for the write that
+    overlaps every instance of its bytes. Inner regions, last in a guard, tell paths apart first."""
+    i, j = len(a) - 1, len(b) - 1
+    while i >= 0 and j >= 0:
+        (region_a, paths_a), (region_b, paths_b) = a[i], b[j]
+        if region_a == region_b:
+            if paths_a is not paths_b and paths_a.isdisjoint(paths_b):
+                return False
+            i, j = i - 1, j - 1
+        elif region_a > region_b:
+            i -= 1
+        else:
+            j -= 1
+    return True
 
 
 def _implies(a: Guard, b: Guard) -> bool:
-    """Every path satisfying `a` satisfies `b`."""
-    allowed = dict(a)
-    return all(region in allowed and allowed[region] <= paths for region, paths in b)
+    """Every path satisfying `a` satisfies `b`, as the guards say: `a` constrains each region `b`
+    does, within it (a region `b` names and `a` does not: no, though `b` may allow all its paths)."""
+    i = len(a) - 1
+    for region, paths in reversed(b):
+        while i >= 0 and a[i][0] > region:
+            i -= 1
+        if i < 0 or a[i][0] != region or not a[i][1] <= paths:
+            return False
+        i -= 1
+    return True
 
 
 @dataclass(eq=False)
@@ -158,7 +194,7 @@ every bucket its bytes touch, so buckets small against megabyte values made the 
 
 
 def _granule(arena_bytes: int) -> int:
-    return max(256, 1 << max(0, (arena_bytes // BUCKETS).bit_length()))
+    return max(64, 1 << max(0, (arena_bytes // BUCKETS).bit_length()))
 
 
 @dataclass
@@ -177,7 +213,7 @@ class _Memory:
         for g in granules:
             seen.update(self.owners.get(g, {}))
         for old in seen:
-            if not (old.start < new.end and new.start < old.end) or _both(old.guard, new.guard) is None:
+            if not (old.start < new.end and new.start < old.end) or not _meets(old.guard, new.guard):
                 continue
             if (old.value, old.rounds, old.start) == (new.value, new.rounds, new.start):
                 continue  # the same value put in its place on other paths: alternatives, not an overwrite
@@ -206,7 +242,7 @@ class _Memory:
     def writer(self, instance: _Instance, guard: Guard) -> _Instance | None:
         """A write over `instance` on some path of `guard`, if any."""
         for new, on in self.overwritten.get(instance, ()):
-            if _both(on, guard) is not None:
+            if _meets(on, guard):
                 return new
         return None
 
@@ -350,7 +386,7 @@ class _Walk:
         for slot, guard in where:
             for at, paths in operand.places(guard):
                 if at == slot.offset.data:
-                    kept.update((i, g) for i, g in operand.instances if i.start == at and _both(g, paths) is not None)
+                    kept.update((i, g) for i, g in operand.instances if i.start == at and _meets(g, paths))
                 else:
                     written.append(self.new(result, slot, guard=paths, content=(operand.on(paths), paths)))
                     kept.add((written[-1], paths))
@@ -367,7 +403,7 @@ class _Walk:
         for slot, guard in where:
             for at, paths in located.places(guard):
                 if at == slot.offset.data:
-                    stay.update((i, g) for i, g in located.instances if i.start == at and _both(g, paths) is not None)
+                    stay.update((i, g) for i, g in located.instances if i.start == at and _meets(g, paths))
                 else:
                     moving.append((slot, paths))
         if not moving:
