@@ -189,8 +189,10 @@ def _exact_union(a: Guard, b: Guard) -> Guard | None:
 
 BUCKETS = 1024
 """About how many buckets the index from arena bytes to the instances that may own them has: a
-bucket is at least 256 bytes, and a power of two as large as the arena needs (a write goes over
-every bucket its bytes touch, so buckets small against megabyte values made the walk slow)."""
+bucket is at least 64 bytes (the default alignment: in a small arena each bucket holds the
+instances of one slot, where 256 bytes held four slots' for every write to test), and a power of
+two as large as the arena needs (a write goes over every bucket its bytes touch, so buckets small
+against megabyte values made the walk slow)."""
 
 
 def _granule(arena_bytes: int) -> int:
