@@ -142,6 +142,12 @@ class _Located:
         away = frozenset(g for g in (_both(a, guard) for a in self.away) if g is not None)
         return _Located(self.tokens, frozenset((i, g) for i, g in reached if g is not None), away)
 
+    def at(self, offset: int, guard: Guard) -> set[tuple[_Instance, Guard]]:
+        """Its instances at `offset` on some path of `guard`: what stays where it is wanted at
+        `offset`. (Each place at `offset` that `places` gives meets exactly these: its paths are an
+        instance's there, met with `guard`.)"""
+        return {(i, g) for i, g in self.instances if i.start == offset and _meets(g, guard)}
+
     def places(self, guard: Guard) -> list[tuple[int | None, Guard]]:
         """Where it is on the paths of `guard`: an arena offset (None: outside), with the paths."""
         found = [(i.start, both) for i, g in self.instances if (both := _both(g, guard)) is not None]
@@ -386,10 +392,9 @@ class _Walk:
             return _Located(self.outside().tokens, operand.instances, operand.away)
         kept = set()
         for slot, guard in where:
+            kept |= operand.at(slot.offset.data, guard)
             for at, paths in operand.places(guard):
-                if at == slot.offset.data:
-                    kept.update((i, g) for i, g in operand.instances if i.start == at and _meets(g, paths))
-                else:
+                if at != slot.offset.data:
                     written.append(self.new(result, slot, guard=paths, content=(operand.on(paths), paths)))
                     kept.add((written[-1], paths))
         return _Located(self.outside().tokens, frozenset(kept))
@@ -403,11 +408,8 @@ class _Walk:
             return _Located(located.tokens, away=frozenset((self.guard,)))
         stay, moving = set(), []
         for slot, guard in where:
-            for at, paths in located.places(guard):
-                if at == slot.offset.data:
-                    stay.update((i, g) for i, g in located.instances if i.start == at and _meets(g, paths))
-                else:
-                    moving.append((slot, paths))
+            stay |= located.at(slot.offset.data, guard)
+            moving.extend((slot, paths) for at, paths in located.places(guard) if at != slot.offset.data)
         if not moving:
             return located
         self.copies.append(f"{value_name(value)} ({value_label(value)}): {why}{_in_rounds(tuple(self.rounds))}")
