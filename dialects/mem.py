@@ -17,6 +17,8 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   for a body that may hand back the carried value itself (a branch returning its operand): rounds
   read what the body yielded where it is, and the body computes the position's next value into
   the slot its current value is not in (a slot may hold an inner loop's ring, the value anywhere in it).
+  With one slot, the next value is computed into that slot, where the current one may be: the body
+  computes it in place or after the current value's last read.
 - `#mem.views<initial = [0], slots = [#mem.next<1>, #mem.next<1>]>`: a loop inside a loop body whose
   ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
   inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.
@@ -110,7 +112,7 @@ class ViewsAttr(ParametrizedAttribute):
     slots: ArrayAttr[SlotAttr | NextAttr]
     """A ring of slots, or one slot that is the enclosing loop's next view of one of its positions."""
     yielded: IntAttr
-    """1 where the rounds after `initial` read what the body yielded in place (with two slots: a toggle ring)."""
+    """1 where the rounds after `initial` read what the body yielded in place (with slots: a toggle ring)."""
 
     def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr | NextAttr], yielded: bool = False):
         super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
@@ -138,8 +140,9 @@ class ViewsAttr(ParametrizedAttribute):
 
     def toggle(self, current: int | None) -> SlotAttr:
         """Where a toggle ring's next value goes: the slot the current value (at arena offset
-        `current`, None outside the arena) is not in."""
-        first, second = self.slots.data
+        `current`, None outside the arena) is not in; a ring of one slot, that slot (the next
+        value may be computed where the current one is, in place)."""
+        first, second = (*self.slots.data, *self.slots.data)[:2]
         return second if current is not None and first.offset.data <= current < first.end else first
 
     def within(self, next_views) -> ViewsAttr:
@@ -160,8 +163,8 @@ class ViewsAttr(ParametrizedAttribute):
             raise VerifyException("a ring in the enclosing loop's next view has #mem.next slots of one position only")
         if len({s.size.data for s in self.slots.data if isinstance(s, SlotAttr)}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
-        if self.yielded.data and len(self.slots) not in (0, 2):
-            raise VerifyException("a #mem.views reading the yielded value has no slots or a toggle ring of two")
+        if self.yielded.data and len(self.slots) > 2:
+            raise VerifyException("a #mem.views reading the yielded value has no slots or a toggle ring of one or two")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:

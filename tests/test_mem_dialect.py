@@ -50,8 +50,10 @@ def test_a_toggle_ring_computes_into_the_slot_the_current_value_is_not_in():
     views = ViewsAttr([0], [a, b], yielded=True)
     assert views.toggles and [views.view(i) for i in range(3)] == [0, YIELDED, YIELDED]
     assert views.toggle(None) == a and views.toggle(512) == a and views.toggle(0) == b and views.toggle(64) == a
-    with pytest.raises(VerifyException, match="toggle ring of two"):
-        ViewsAttr([0], [a], yielded=True)
+    one = ViewsAttr([0], [a], yielded=True)  # the next value computed where the current one is
+    assert one.toggles and one.toggle(None) == a and one.toggle(0) == a and one.toggle(512) == a
+    with pytest.raises(VerifyException, match="toggle ring of one or two"):
+        ViewsAttr([0], [a, b, SlotAttr(128, 64)], yielded=True)
 
 
 def test_a_ring_in_the_enclosing_loops_next_view_is_that_views_slot_in_each_round():

@@ -25,6 +25,7 @@ from differential import assert_same, check_program
 from random_programs import Program, random_program
 
 import jaxalloc
+from jaxalloc.api import DEFAULT_PASSES
 
 DEFAULT_PROGRAMS = 100
 """Programs checked by default (the suite's time budget); the generator's coverage is counted over
@@ -113,6 +114,20 @@ def test_random_program(seed):
     except Exception as e:
         raise AssertionError(f"random program of seed {seed} failed:\n{program.describe()}") from e
     _checked_ir[seed] = str(planned.lower(*program.args))
+
+
+ONCE_MISHANDLED = (105, 607, 788, 2828)
+"""Seeds the default passes and the planner once mishandled: runs that copied bytes where an inner
+loop's ring lies in a toggle ring's next view, its first round reading the carried value in place
+(105, 607, whose static check also grew round after round), or where a chain of cases may hand the
+carried value back, its first round's an argument (788); a toggle ring of one slot put in an
+enclosing loop's next view, which `#mem.views` cannot say (2828)."""
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("seed", ONCE_MISHANDLED)
+def test_random_programs_once_mishandled_run_without_copies(seed, mode):
+    check_random_program(random_program(seed), mode=mode, passes=DEFAULT_PASSES)
 
 
 @functools.cache

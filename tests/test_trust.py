@@ -199,6 +199,33 @@ def test_the_static_checkers_guards_mean_the_paths_they_allow():
         assert _implies(a, a) and (both is None or _implies(both, a) and _implies(both, b))
 
 
+def test_the_static_checker_walks_a_choice_of_slots_once_on_the_paths_joined():
+    """`_joined` (one walk of a loop per choice of its enclosing toggle rings' slots) keeps every
+    choice apart and allows exactly the paths of the placings it joins."""
+    from jaxalloc.checks.plan_check import _joined
+
+    regions, paths = range(3), range(4)
+    choices = list(itertools.product(paths, repeat=len(regions)))
+    rng = np.random.default_rng(1)
+
+    def allows(g, choice) -> bool:
+        return all(choice[r] in allowed for r, allowed in g)
+
+    for _ in range(200):
+        placings = []
+        for _ in range(int(rng.integers(1, 12))):  # guards over the same regions, as one walk makes them
+            g = tuple((r, frozenset(int(p) for p in rng.choice(len(paths), int(rng.integers(1, 3)), replace=False)))
+                      for r in regions)
+            placings.append((g, {0: int(rng.integers(0, 2))}))
+        joined = _joined(placings)
+        for slot in (0, 1):
+            before = [g for g, chosen in placings if chosen[0] == slot]
+            after = [g for g, chosen in joined if chosen[0] == slot]
+            assert len(after) <= len(before)
+            assert [c for c in choices if any(allows(g, c) for g in after)] == \
+                   [c for c in choices if any(allows(g, c) for g in before)]
+
+
 def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answer():
     def two_live_values(x):
         s = jnp.sin(x)

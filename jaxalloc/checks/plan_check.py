@@ -183,6 +183,22 @@ def _per_instance(refs) -> frozenset:
     return frozenset((i, g) for i, guards in joined.items() for g in guards)
 
 
+def _joined(placings: list[tuple[Guard, dict]]) -> list[tuple[Guard, dict]]:
+    """The same choices of slots on several sets of paths, walked once where their guards join
+    exactly: a loop whose rounds are not known hands its enclosing toggle ring's next slot on per
+    exit round, and walking each apart would multiply the walks round after round."""
+    joined: list[tuple[Guard, dict]] = []
+    for guard, chosen in placings:
+        while True:
+            k = next((k for k, (other, same) in enumerate(joined)
+                      if same == chosen and _exact_union(other, guard) is not None), None)
+            if k is None:
+                joined.append((guard, chosen))
+                break
+            guard = _exact_union(joined.pop(k)[0], guard)
+    return joined
+
+
 def _exact_union(a: Guard, b: Guard) -> Guard | None:
     """The paths of `a` or `b` as one guard, where they differ in one region's paths alone."""
     if [region for region, _ in a] != [region for region, _ in b]:
@@ -539,7 +555,7 @@ class _Walk:
             choices = at if isinstance(at, list) else [(at, self.guard)]
             placings = [(both, {**chosen, position: slot}) for guard, chosen in placings
                         for slot, paths in choices if (both := _both(guard, paths)) is not None]
-        return [(guard, [v.within(chosen.get) for v in views]) for guard, chosen in placings]
+        return [(guard, [v.within(chosen.get) for v in views]) for guard, chosen in _joined(placings)]
 
     def at(self, slot: SlotAttr | None) -> list[tuple[SlotAttr, Guard]] | None:
         return None if slot is None else [(slot, self.guard)]

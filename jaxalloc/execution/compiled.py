@@ -269,8 +269,8 @@ class _Ring:
         return kinds.pop() if len(kinds) == 1 else "either"
 
     def toggle(self, current):
-        """A toggle ring's next slot: the one the current value is not in."""
-        first, second = self.slots
+        """A toggle ring's next slot: the one the current value is not in (of one, that one)."""
+        first, second = (*self.slots, *self.slots)[:2]
         if isinstance(current, At | Either):
             offset = current.offset
             if isinstance(offset, int):

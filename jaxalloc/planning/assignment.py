@@ -102,6 +102,9 @@ class BlockPlan:
     values on): those values."""
     placed_rings: dict[SSAValue, int] = field(default_factory=dict)
     """Parent values holding a ring of this block's (a branch's loop result): the slots it needs."""
+    toggle_holders: set[SSAValue] = field(default_factory=set)
+    """Parent values holding a toggle ring of this block's, whose slots are fixed offsets: never an
+    enclosing loop's next view."""
 
 
 class _Merge:
@@ -161,6 +164,7 @@ class _BlockPlanner:
         self.rings: dict[SSAValue, tuple[int, int]] = {}  # loop result -> (slot size, repeat)
         self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
         self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a result may be a view of it
+        self.holding_toggles: set[SSAValue] = set()  # case results holding a branch's toggle ring
         self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: never overwritten
         self.views_only: set[SSAValue] = set()  # loop results that are always one of several other values
         self._reads_inside: dict[Operation, set[SSAValue]] = {}  # region op -> values its regions read
@@ -285,6 +289,7 @@ class _BlockPlanner:
                     self.no_fold.add(result)
             plans.append(_plan_block(block, self.options, set(), placed, set(), ring_holders=frozenset(op.res)))
             branch_plan = plans[-1]
+            self.holding_toggles |= branch_plan.toggle_holders & set(op.res)
             for value, result in placed.items():
                 # a loop's ring the branch yields is the result's memory, as many slots
                 if result in branch_plan.placed_rings:
@@ -369,19 +374,19 @@ class _BlockPlanner:
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, lone)
             toggles = _toggles(body, body_plan, longest, readers, results)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
-            wrong |= {args[p] for c, (_, p) in longest.items() if c in toggles}
+            # a toggle ring of one slot: the next value computed where the current one is, in place
+            # or after its last read; else of two, the next value never computed into the current's
+            wrong |= {args[c] for c in toggles if not _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
             if not wrong & foldable.keys():
                 break
             foldable = {a: y for a, y in foldable.items() if a not in wrong}
         cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, results)), set())
         repeat = {}
         for c, (delay, p) in longest.items():
-            # the next value's buffer, and any other computed into the next view (a loop result's value)
-            into = {body_plan.roots.get(yields[c])} | {
-                body_plan.roots[v] for v, r in body_plan.placed_in.items() if r is results[c] and not isinstance(v, BlockArgument)
-            }
-            shares = all(r is body_plan.roots.get(args[p]) or _dies_before(body_plan, args[p], r) for r in into)
-            repeat[c] = 2 if c in toggles else delay if shares else delay + 1
+            if c in toggles:
+                repeat[c] = 1 if _one_slot_toggle(body_plan, args[c], yields[c], results[c]) else 2
+            else:
+                repeat[c] = delay if _shares(body_plan, args[p], yields[c], results[c]) else delay + 1
             inner = body_plan.placed_rings.get(results[c], 1)  # each slot holds an inner loop's ring
             slot = byte_size(results[c].type) if inner == 1 else inner * _pad(byte_size(results[c].type), self.options.alignment)
             self.rings[results[c]] = (slot, repeat[c])
@@ -461,9 +466,24 @@ class _BlockPlanner:
                     return False
                 carry = self.plan.carries[loop][loop.results.index(v)]
                 inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
-                if carry.passed or not all(self.computed_into(i, parent) for i in inits):
+                if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent) for i in inits):
                     return False
         return True
+
+    def carried_into(self, value: SSAValue, parent: SSAValue) -> bool:
+        """Whether `value` is the carried value of the position whose next view is `parent` (an
+        inner loop that runs no round hands it back: the position toggles, so it is never
+        written over while it is that position's value)."""
+        return isinstance(value, BlockArgument) and value.block is self.block and self.dictated.get(value) is parent
+
+    def holds_toggle(self, value: SSAValue) -> bool:
+        """Whether `value` is in a toggle ring: a loop result whose rounds read what the body yielded,
+        or a case result holding a branch's."""
+        loop = value.owner
+        if isinstance(loop, jx.WhileOp) and loop in self.plan.carries:
+            carry = self.plan.carries[loop][loop.results.index(value)]
+            return carry.passed and carry.repeat > 0
+        return value in self.holding_toggles
 
     def computed_into(self, value: SSAValue, parent: SSAValue) -> bool:
         """Whether `value` is computed into `parent`'s memory (not a block argument living there)."""
@@ -497,11 +517,16 @@ class _BlockPlanner:
                 continue
             ring = max((self.rings[v] for v in values if v in self.rings), key=lambda r: r[1], default=None)
             placed = [v for v in values if v in self.dictated]
+            toggle = any(self.holds_toggle(v) for v in values)
+            if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp):
+                placed = []  # a toggle ring's slots are fixed offsets: never an enclosing loop's next view
             # a ring of several slots fits a case result (given as many), or a loop's next view of a
             # position that toggles between two slots as large as the ring
             if placed and (ring is None or self.holds_ring(placed[0], values, ring[1])):
                 if ring is not None and ring[1] > 1:
                     self.plan.placed_rings[self.dictated[placed[0]]] = ring[1]
+                if toggle:
+                    self.plan.toggle_holders.add(self.dictated[placed[0]])
                 self.plan.placed_in.update((v, self.dictated[placed[0]]) for v in values)
                 continue
             if all(v in self.views_only for v in values):
@@ -633,11 +658,31 @@ def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
     return origins
 
 
+def _shares(plan: BlockPlan, arg: BlockArgument, value: SSAValue, result: SSAValue) -> bool:
+    """Whether each buffer computed into the next view of `result` (the next value `value`'s, and
+    any other placed there, as a loop result's value) is the carried value `arg`'s own, computed in
+    place, or is written after `arg`'s last read: then one slot holds the current and next value."""
+    into = {plan.roots.get(value)} | {
+        plan.roots[v] for v, r in plan.placed_in.items() if r is result and not isinstance(v, BlockArgument)
+    }
+    return all(r is plan.roots.get(arg) or _dies_before(plan, arg, r) for r in into)
+
+
+def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, result: SSAValue) -> bool:
+    """Whether a toggle ring needs one slot alone: the next value is computed where the current
+    one is (`_shares`), and no inner loop's ring lies in the next view (its first round reads the
+    current value in place, which has to be outside the slots it writes)."""
+    inner_ring = any(r is result and isinstance(v.owner, jx.WhileOp) for v, r in plan.placed_in.items()
+                     if not isinstance(v, BlockArgument))
+    return not inner_ring and _shares(plan, arg, value, result)
+
+
 def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results) -> dict[int, set[SSAValue]]:
     """The lone positions whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
-    toggle between two slots, the next value going where the current one is not. For each, the
-    values from outside the loop it may be, and its own carried value where a round may hand that back.
+    toggle between two slots, the next value going where the current one is not (or keep to one,
+    `_one_slot_toggle`). For each, the values from outside the loop it may be, and its own carried
+    value where a round may hand that back.
 
     An inner ring holding the values of several positions lies in one position's next view: the
     others read their values in that ring too, so they toggle where that position does (never moved
@@ -646,7 +691,7 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
     found = {}
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
-            sources = _view_sources(yields[c], args[c], body, plan, body, plan.placed_in.get(yields[c]))
+            sources = _view_sources(yields[c], args[c], ((body, plan),), body, plan.placed_in.get(yields[c]))
             holder = plan.placed_in.get(yields[c], results[c])
             if sources is not None and (sources or holder in plan.placed_rings):
                 found[c] = sources, holder
@@ -654,37 +699,45 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
     return {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
 
 
-def _view_sources(value: SSAValue, arg: BlockArgument, block: Block, plan: BlockPlan, body: Block,
+def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block, BlockPlan], ...], body: Block,
                   into: SSAValue | None, top: bool = True):
-    """The values the yield `value` (of `block`, planned as `plan`) may be a view of where it is not
-    computed into its next view (the memory of `into`): `arg` itself, values from outside the loop
-    `body` (empty: none). None where it may be a view of anything else (the body's own memory,
-    another position's)."""
+    """The values the yield `value` may be a view of where it is not computed into its next view
+    (the memory of `into`): `arg` itself, values from outside the loop `body` (empty: none). None
+    where it may be a view of anything else (the body's own memory, another position's). `scopes`:
+    the blocks from `body` down to the one that yields `value`, each with its plan; a value is
+    looked up in the plan of the block that defines it (a branch may hand on a value of an
+    enclosing block)."""
     if value is arg or not _computed_in(value, body):
         return {value}
+    plan = next((p for b, p in reversed(scopes) if _defined_directly_in(value, b)), scopes[0][1])
     if not _inside(root := plan.roots.get(value, value), body):  # a view of a value from outside
         return {root}
     if value in plan.may_be:
-        parts = [_view_sources(v, arg, block, plan, body, into, False) for v in plan.may_be[value]]
+        parts = [_view_sources(v, arg, scopes, body, into, False) for v in plan.may_be[value]]
     elif isinstance(value.owner, jx.WhileOp) and into is not None and plan.placed_in.get(value) is into:
         loop = value.owner  # an inner loop's ring in the next view: or an init operand read in place
         carry = plan.carries[loop][loop.results.index(value)]
         if _past_inits(loop, carry):
             return set()  # always in its ring
-        parts = [_view_sources(loop.operands[q], arg, block, plan, body, into, False) for q in carry.initial]
+        parts = [_view_sources(loop.operands[q], arg, scopes, body, into, False) for q in carry.initial]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
-        if len(plan.phis[case][k]) < len(case.branches) and (not top or into is None):
+        if len(plan.phis[case][k]) < len(case.branches) and (into is None or plan.placed_in.get(value) is not into):
             return None  # some branch computes it in memory of the body's own
         parts = [
-            _view_sources(case.branches[b].block.last_op.operands[k], arg, case.branches[b].block,
-                          plan.regions[case][1][b], body, into, False)
+            _view_sources(case.branches[b].block.last_op.operands[k], arg,
+                          (*scopes, (case.branches[b].block, plan.regions[case][1][b])), body, into, False)
             for b in plan.phis[case][k]
         ]
     else:
         computed_there = into is not None and plan.placed_in.get(value) is into and plan.roots.get(value) is not plan.roots.get(arg)
         return set() if top or computed_there else None
     return None if None in parts else set().union(*parts)
+
+
+def _defined_directly_in(value: SSAValue, block: Block) -> bool:
+    """Whether `value` is an argument or op result of `block` itself (not of a region in it)."""
+    return (value.block if isinstance(value, BlockArgument) else value.owner.parent_block()) is block
 
 
 def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | None:
