@@ -172,6 +172,11 @@ def test_the_static_checker_sees_a_branch_the_run_does_not_take():
         check_planned(func)
 
 
+def _allows(guard, choice) -> bool:
+    """Whether a guard allows `choice`, one path per region (the region's index in it)."""
+    return all(choice[r] in allowed for r, allowed in guard)
+
+
 def test_the_static_checkers_guards_mean_the_paths_they_allow():
     """`_both` and `_meets` (the checker's conditions on paths, merged region by region) agree with
     every choice of paths, one per region, that satisfies them; `_implies` never claims more."""
@@ -186,16 +191,13 @@ def test_the_static_checkers_guards_mean_the_paths_they_allow():
         return tuple((int(r), frozenset(int(p) for p in rng.choice(len(paths), int(rng.integers(1, 4)), replace=False)))
                      for r in chosen)
 
-    def allows(g, choice) -> bool:
-        return all(choice[r] in allowed for r, allowed in g)
-
     for _ in range(400):
         a, b = guard(), guard()
         both = _both(a, b)
-        meeting = [c for c in choices if allows(a, c) and allows(b, c)]
+        meeting = [c for c in choices if _allows(a, c) and _allows(b, c)]
         assert _meets(a, b) == bool(meeting) == (both is not None)
-        assert both is None or [c for c in choices if allows(both, c)] == meeting
-        assert not _implies(a, b) or all(allows(b, c) for c in choices if allows(a, c))
+        assert both is None or [c for c in choices if _allows(both, c)] == meeting
+        assert not _implies(a, b) or all(_allows(b, c) for c in choices if _allows(a, c))
         assert _implies(a, a) and (both is None or _implies(both, a) and _implies(both, b))
 
 
@@ -208,9 +210,6 @@ def test_the_static_checker_walks_a_choice_of_slots_once_on_the_paths_joined():
     choices = list(itertools.product(paths, repeat=len(regions)))
     rng = np.random.default_rng(1)
 
-    def allows(g, choice) -> bool:
-        return all(choice[r] in allowed for r, allowed in g)
-
     for _ in range(200):
         placings = []
         for _ in range(int(rng.integers(1, 12))):  # guards over the same regions, as one walk makes them
@@ -222,8 +221,8 @@ def test_the_static_checker_walks_a_choice_of_slots_once_on_the_paths_joined():
             before = [g for g, chosen in placings if chosen[0] == slot]
             after = [g for g, chosen in joined if chosen[0] == slot]
             assert len(after) <= len(before)
-            assert [c for c in choices if any(allows(g, c) for g in after)] == \
-                   [c for c in choices if any(allows(g, c) for g in before)]
+            assert [c for c in choices if any(_allows(g, c) for g in after)] == \
+                   [c for c in choices if any(_allows(g, c) for g in before)]
 
 
 def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answer():

@@ -164,7 +164,6 @@ class _BlockPlanner:
         self.rings: dict[SSAValue, tuple[int, int]] = {}  # loop result -> (slot size, repeat)
         self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
         self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a result may be a view of it
-        self.holding_toggles: set[SSAValue] = set()  # case results holding a branch's toggle ring
         self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: never overwritten
         self.views_only: set[SSAValue] = set()  # loop results that are always one of several other values
         self._reads_inside: dict[Operation, set[SSAValue]] = {}  # region op -> values its regions read
@@ -289,7 +288,6 @@ class _BlockPlanner:
                     self.no_fold.add(result)
             plans.append(_plan_block(block, self.options, set(), placed, set(), ring_holders=frozenset(op.res)))
             branch_plan = plans[-1]
-            self.holding_toggles |= branch_plan.toggle_holders & set(op.res)
             for value, result in placed.items():
                 # a loop's ring the branch yields is the result's memory, as many slots
                 if result in branch_plan.placed_rings:
@@ -376,7 +374,8 @@ class _BlockPlanner:
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             # a toggle ring of one slot: the next value computed where the current one is, in place
             # or after its last read; else of two, the next value never computed into the current's
-            wrong |= {args[c] for c in toggles if not _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
+            one_slot = {c for c in toggles if _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
+            wrong |= {args[c] for c in toggles if c not in one_slot}
             if not wrong & foldable.keys():
                 break
             foldable = {a: y for a, y in foldable.items() if a not in wrong}
@@ -384,7 +383,7 @@ class _BlockPlanner:
         repeat = {}
         for c, (delay, p) in longest.items():
             if c in toggles:
-                repeat[c] = 1 if _one_slot_toggle(body_plan, args[c], yields[c], results[c]) else 2
+                repeat[c] = 1 if c in one_slot else 2
             else:
                 repeat[c] = delay if _shares(body_plan, args[p], yields[c], results[c]) else delay + 1
             inner = body_plan.placed_rings.get(results[c], 1)  # each slot holds an inner loop's ring
@@ -479,11 +478,13 @@ class _BlockPlanner:
     def holds_toggle(self, value: SSAValue) -> bool:
         """Whether `value` is in a toggle ring: a loop result whose rounds read what the body yielded,
         or a case result holding a branch's."""
-        loop = value.owner
-        if isinstance(loop, jx.WhileOp) and loop in self.plan.carries:
-            carry = self.plan.carries[loop][loop.results.index(value)]
+        owner = value.owner
+        if isinstance(owner, jx.WhileOp) and owner in self.plan.carries:
+            carry = self.plan.carries[owner][owner.results.index(value)]
             return carry.passed and carry.repeat > 0
-        return value in self.holding_toggles
+        if isinstance(owner, jx.CaseOp) and owner in self.plan.regions:
+            return any(value in branch.toggle_holders for branch in self.plan.regions[owner][1])
+        return False
 
     def computed_into(self, value: SSAValue, parent: SSAValue) -> bool:
         """Whether `value` is computed into `parent`'s memory (not a block argument living there)."""
