@@ -50,9 +50,10 @@ Honest memory: XLA must update the arena in place and keep values where the plan
 - XLA orders the branches of one conditional as if each ran after the one before, so a case
   whose branches write the arena is a chain of conditionals, one per branch (`switch`), each of
   whose results is read, so that XLA does not rewrite the conditional (see `switch`).
-- A read of the arena that no later write depends on makes XLA copy the arena: a callback's
-  operands (an effect hands nothing back) are read once and `base` is made of them (`_read_all`),
-  so every later write waits for them.
+- A read of the arena that no later write depends on makes XLA copy the arena: the operands of
+  an op that writes nothing into the arena (a callback, whose effect hands nothing back; an op
+  whose result stays outside) are read once and `base` is made of them (`_read_all`), so every
+  later write waits for them.
 - The arena has one spare word (`CompiledRun.words`): XLA would take a value that filled the whole
   arena for the arena itself.
 `benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp;
@@ -61,7 +62,8 @@ every compiled run of the tests fails where there is one (`tests/differential.py
 On the CPU a small loop (`SMALL_LOOP_BYTES`) is one call that XLA compiles into one kernel
 (`one_kernel`): its runtime otherwise runs each of the body's ops as a kernel of its own, each
 round, and in the arena an op is two or three of them. Where XLA cannot compile a loop so (an op it
-hands to its runtime library), the whole kernel is compiled again without (`CompiledRun`).
+hands to its runtime library), or copies the arena in a kernel with such calls, the whole kernel is
+compiled again without (`CompiledRun.compile`).
 
 A loop that says it runs several rounds (`jx.while ... rounds`) counts them in its condition, where
 XLA sees its trip count (on the GPU, a condition it cannot count is read back to the host each
@@ -84,7 +86,7 @@ import math
 import re
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -143,6 +145,12 @@ class _Widen(Exception):
     def __init__(self, owner: Operation, position: int, kind: str):
         super().__init__(f"result {position} of {owner.name} needs the kind {kind}")
         self.owner, self.position, self.kind = owner, position, kind
+
+
+class _Retrace(Exception):
+    """A case widened a result after it had bound a conditional of its chain (`switch`): that
+    conditional stays in the trace, its effects and its update of the arena with it, so the whole
+    kernel is traced again, the case's kinds wide from the start (`CompiledFunctions.widened`)."""
 
 
 def _join(a: str, b: str) -> str:
@@ -286,6 +294,7 @@ class _Ring:
 
 
 @register_impls
+@dataclass
 class CompiledFunctions(ArenaFunctions):
     """The jx ops traced into one kernel over the arena (see the module docstring)."""
 
@@ -304,6 +313,21 @@ class CompiledFunctions(ArenaFunctions):
     small_loops: bool = False
     """Whether each small loop is compiled into one kernel (`one_kernel`): on the CPU."""
     _in_one_kernel: bool = False
+    widened: dict[Operation, dict[int, str]] = field(default_factory=dict)
+    """The kinds each loop or case was found to need, by position: kept from one trace of the
+    kernel to the next (`_Retrace`)."""
+
+    def kinds(self, owner: Operation | None, kinds: list[str]) -> list[str]:
+        """`kinds` widened where an earlier trace of `owner` found it needed."""
+        for position, kind in self.widened.get(owner, {}).items():
+            kinds[position] = kind
+        return kinds
+
+    def widen(self, owner: Operation, widen: _Widen, kinds: list[str]) -> None:
+        """Learn `widen`, raised while tracing `owner` with `kinds`, or pass it on (another owner's)."""
+        if widen.owner is not owner:
+            raise widen
+        kinds[widen.position] = self.widened.setdefault(owner, {})[widen.position] = widen.kind
 
     # -- the arena --------------------------------------------------------------------------------
 
@@ -470,7 +494,7 @@ class CompiledFunctions(ArenaFunctions):
         `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, which hands
         the arena and the results on to the next.
 
-        `base` is then made of every result of such a conditional (`_read_all`), and on the CPU,
+        `base` is then made of every result of each conditional (`_read_all`), and on the CPU,
         after the last, it is read into a value of its own (`pin`): XLA would compute its chain of
         selects again in each later read of the arena, every depth of the chain a distinct fusion
         to compile (the scanned transformer training step: 289 distinct fusions, 233 so); on a GPU
@@ -479,7 +503,11 @@ class CompiledFunctions(ArenaFunctions):
         changes; the branch that changes nothing ends up cloned more often than the one that
         writes. XLA's copy removal visits computations in the order it made them, and where it
         came to the writing branch first, it kept a copy of the arena at the end of each branch
-        (random programs 823 and 2369)."""
+        (random programs 823 and 2369, and 4857 in a `relocate`, where only the last branch writes).
+
+        Where a result is widened once a conditional of the chain is in the trace, that conditional
+        would stay there, its effects and its update of the arena with it: the kernel is traced
+        again from the start (`_Retrace`)."""
         if len(branches) == 1:
             return branches[0]()
         index = jnp.clip(lax.convert_element_type(index, jnp.int32), 0, len(branches) - 1)
@@ -502,25 +530,28 @@ class CompiledFunctions(ArenaFunctions):
 
             return run
 
+        kinds = self.kinds(owner, kinds)
         while True:
+            bound = 0  # conditionals of the chain in the trace
             try:
                 state = (start, tuple(_placeholder(kind, layout) for kind, layout in zip(kinds, layouts)), index)
-                if last_writes:
-                    state = lax.switch(index, [traced(b) for b in branches], state)
-                else:
-                    for k, branch in enumerate(branches):
-                        self.threaded, results, handed = lax.cond(state[2] == k, traced(branch), lambda state: state, state)
-                        # every result read, so that XLA keeps the conditional as it is (see above)
-                        self.base = _read_all([*jax.tree.leaves(results), handed], self.base)
-                        state = (self.threaded, results, handed)
+                for k in range(1 if last_writes else len(branches)):
+                    if last_writes:
+                        self.threaded, results, handed = lax.switch(index, [traced(b) for b in branches], state)
+                    else:
+                        self.threaded, results, handed = lax.cond(state[2] == k, traced(branches[k]), lambda state: state, state)
+                    bound += 1
+                    # every result read, so that XLA keeps the conditional as it is (see above)
+                    self.base = _read_all([*jax.tree.leaves(results), handed], self.base)
+                    state = (self.threaded, results, handed)
                 self.threaded, results, _ = state
                 if jax.default_backend() == "cpu":
                     self.base = self.pin(self.base[None])[0]
                 return results
             except _Widen as widen:
-                if widen.owner is not owner:
-                    raise
-                kinds[widen.position] = widen.kind
+                self.widen(owner, widen, kinds)
+                if bound:
+                    raise _Retrace() from widen
                 self.threaded = start
 
     # -- ops ------------------------------------------------------------------------------------
@@ -558,12 +589,14 @@ class CompiledFunctions(ArenaFunctions):
         if window is not None:
             return window
         fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
+        # an op that writes nothing into the arena (a callback, a value kept outside) hands nothing
+        # back that a later write would wait for: every later write waits for its operands instead
+        # (its offset counts from a `base` made of them), as XLA copies the arena where a read of it
+        # is not ordered before a later write
         effect = isinstance(op, jx.PrimOp) and op.effect is not None
-        operands = self.read_operands(args, layout.inputs, fenced, pinned=effect or sum(p is not None for p in places) > 1)
-        if effect:
-            # an effect (a callback) hands nothing back that a later write could wait for: every later
-            # write waits for its operands instead (its offset counts from a `base` made of them), as
-            # XLA copies the arena where a read of it is not ordered before a later write
+        unwritten = effect or all(p is None for p in places) and any(isinstance(v, At | Either) for v in args)
+        operands = self.read_operands(args, layout.inputs, fenced, pinned=unwritten or sum(p is not None for p in places) > 1)
+        if unwritten:
             self.base = _read_all(operands, self.base)
         results = binding.bind(*operands)
         outside = not any(isinstance(v, At | Either) for v in args)
@@ -688,7 +721,7 @@ class CompiledFunctions(ArenaFunctions):
                 return jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)])
 
             outputs = jax.jit(kernel, inline=False)(start[0], *(_hidden(x, unseen) for x in outside))
-            outputs = set_xla_metadata(outputs, xla_cpu_small_call="true", inlineable="false")
+            outputs = set_xla_metadata(outputs, **ONE_KERNEL_CALL)
         else:
             outputs = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *start)
         results, self.threaded = jax.tree.unflatten(jax.tree.structure(shape), outputs)
@@ -712,7 +745,7 @@ class CompiledFunctions(ArenaFunctions):
         # (`ArenaFunctions.run_while`)
         state = self.arrive(rings, 0, args, args, layouts)
         go = self.test(interpreter, op, state)
-        kinds = [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)]
+        kinds = self.kinds(op, [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)])
         # a loop that says it runs several rounds counts them, where XLA sees its trip count, and
         # carries whether the program's own condition agreed in every round; another carries that
         # condition (counting a loop of one round made XLA copy the arena in random programs 0, 5
@@ -768,9 +801,7 @@ class CompiledFunctions(ArenaFunctions):
                         settled[k] = offset
                 self.threaded = start
             except _Widen as widen:
-                if widen.owner is not op:
-                    raise
-                kinds[widen.position] = widen.kind
+                self.widen(op, widen, kinds)
                 self.threaded = start
         state = at_settled(state)
         if count is not None:
@@ -1005,6 +1036,11 @@ values costs far more than their bytes. XLA does the same for `jax.jit`'s loops 
 which the arena's reads and writes of the same values exceed."""
 
 
+ONE_KERNEL_CALL = {"xla_cpu_small_call": "true", "inlineable": "false"}
+"""The attributes of a loop's call that XLA's CPU backend compiles into one kernel (`one_kernel`)."""
+ONE_KERNEL = 'xla_cpu_small_call="true"'
+"""How such a call reads in the kernel's HLO."""
+
 OUTSIDE_ONE_KERNEL = frozenset({
     "sort", "top_k", "approx_top_k", "fft", "conv_general_dilated", "cholesky", "lu", "qr", "geqrf",
     "householder_product", "eig", "eigh", "svd", "schur", "hessenberg", "tridiagonal",
@@ -1202,7 +1238,6 @@ class CompiledRun:
         functions.paddable = granule >= 2 * self.word.itemsize
         functions.small_loops = jax.default_backend() == "cpu"
         self._arena: jax.Array | None = None
-        self._compiled = False
         self.kernel: Callable | None = None
         self.jaxpr: jax.extend.core.ClosedJaxpr | None = None
         """What the kernel computes (after a call): the arena, `base`, the arguments, then the offsets."""
@@ -1230,7 +1265,12 @@ class CompiledRun:
         """The kernel for `args`: the module interpreted once, then its offsets made arguments
         (`offsets_as_arguments`), the result lowered as one call (`_jit_call`). A new function each
         time: `jax.jit` caches what it traced by function."""
-        traced = jax.jit(self.interpret).trace(self._arena, self._base, *args)
+        while True:
+            try:
+                traced = jax.jit(self.interpret).trace(self._arena, self._base, *args)
+                break
+            except _Retrace:
+                pass  # traced again, the kinds learned
         closed, words = offsets_as_arguments(traced.jaxpr)
         call, self.jaxpr = _jit_call(closed), closed
 
@@ -1240,24 +1280,30 @@ class CompiledRun:
         self._offsets = tuple(jax.device_put(np.int32(word)) for word in words)
         self.kernel = jax.jit(kernel, donate_argnums=(0, *(3 + k for k in self.donated)))
 
+    def compile(self, args: Sequence[Any]) -> None:
+        """The kernel built and compiled for `args` (`jax.jit` then finds it compiled). Where XLA
+        cannot compile a loop into one kernel (an op its runtime library runs, which `_in_one_kernel`
+        does not know), or copies the arena in a kernel with such loops (random program 469: a small
+        loop in a case's branch), it is built again with every loop as its ops' kernels."""
+        self.build(args)
+        if not self.functions.small_loops:
+            return
+        try:
+            hlo = self.executable(args).as_text()
+        except jax.errors.JaxRuntimeError:
+            hlo = None
+        if hlo is None or ONE_KERNEL in hlo and self.arena_copies(hlo):
+            self.functions.small_loops = False
+            self.build(args)
+
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
         if self._arena is None:
             self._arena = jax.device_put(np.zeros(self.words, self.word))  # nothing to compile
             self._base = jax.device_put(_ZERO)  # on the device once: a host scalar is copied over at every call
         if self.kernel is None:
-            self.build(args)
-        try:
-            status, outputs = self.run(args)
-        except jax.errors.JaxRuntimeError:
-            if self._compiled or not self.functions.small_loops or self._arena.is_deleted():
-                raise
-            # XLA could not compile a loop into one kernel (an op its runtime library runs, which
-            # `_in_one_kernel` does not know), before it ran anything: every loop as its ops' kernels
-            self.functions.small_loops = False
-            self.build(args)
-            status, outputs = self.run(args)
-        self._compiled = True
+            self.compile(args)
+        status, outputs = self.run(args)
         if status is None:
             status = self._status
         # one small transfer: reading each scalar apart costs a device-to-host round trip each
@@ -1292,9 +1338,10 @@ class CompiledRun:
         return self.traced(args).lower().compile()
 
     def arena_copies(self, executable) -> int:
-        """Copies of the whole arena XLA put in the kernel: 0 where it updates the arena in place (and
-        where the arena is empty)."""
+        """Copies of the whole arena XLA put in the kernel (its executable, or that's HLO text): 0
+        where it updates the arena in place (and where the arena is empty)."""
         if not self.arena_bytes:
             return 0
         words = f"u{8 * self.word.itemsize}[{self.words}]"
-        return len(re.findall(re.escape(words) + r"\{0\} copy\(", executable.as_text()))
+        hlo = executable if isinstance(executable, str) else executable.as_text()
+        return len(re.findall(re.escape(words) + r"\{0\} copy\(", hlo))
