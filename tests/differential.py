@@ -3,7 +3,8 @@
 Convert, print, parse back, verify, print identically; interpret the parsed module (inside
 its planned arena, or eagerly) and compare with `jax.jit`: exact for integer, bool and key
 outputs, close for floats, with a tolerance from the narrowest float type in the program
-(`program_tolerance`).
+(`program_tolerance`). A compiled run also fails where XLA copies the whole arena in the kernel,
+or where the kernel holds a callback more or less often than the module runs it.
 
 `jax.jit` is the reference, but not an infallible one. Where the planned result differs from
 jit's, `check_program` computes the op-by-op reference under `jax.disable_jit()` (what jaxalloc
@@ -271,6 +272,7 @@ def check_program(fn, *args, mode: str = "arena", name: str | None = None, passe
     result = planned(*args)
     if mode == "compiled":
         assert_the_kernel_keeps_its_arena(planned, args, name)
+        assert_the_kernel_traces_each_effect_once(planned, name)
     jitted = jit_reference(fn, *args)
     versus_jit = mismatches(result, jitted, tolerance)
     if not versus_jit:
@@ -322,6 +324,46 @@ def assert_the_kernel_keeps_its_arena(planned: jaxalloc.Planned, args, name: str
             copies = kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args)))
             if copies:
                 raise ArenaCopies(f"{name} (compiled): XLA copies the whole arena {copies} times in the kernel")
+
+
+def assert_the_kernel_traces_each_effect_once(planned: jaxalloc.Planned, name: str) -> None:
+    """Every callback of the module in the kernel as often as the kernel runs it: a trace that left a
+    callback behind would run it twice, where the program's arguments may never show it."""
+    for traced in planned._cache.values():
+        for kernel in traced.kernels.values():
+            effects, traced_effects = _module_effects(kernel.module), _jaxpr_effects(kernel.jaxpr.jaxpr)
+            if effects != traced_effects:
+                raise AssertionError(f"{name} (compiled): the kernel has {traced_effects} calls of callbacks where "
+                                     f"the module has {effects}: a trace left an effect behind, or lost one")
+
+
+def _module_effects(module) -> int:
+    """The effects (callbacks) of a module as its kernel traces them: one in a loop's condition twice,
+    as the kernel runs the condition once before the loop and again at the end of each round."""
+    count = 0
+    for op in module.walk():
+        if isinstance(op, jx.PrimOp) and op.effect is not None:
+            conditions, region = 0, op.parent_region()
+            while region is not None:
+                owner = region.parent_op()
+                conditions += isinstance(owner, jx.WhileOp) and region is owner.cond
+                region = owner.parent_region() if owner is not None else None
+            count += 2**conditions
+    return count
+
+
+def _jaxpr_effects(jaxpr) -> int:
+    """The effectful equations of a jaxpr that call nothing, in it and every jaxpr it calls."""
+    count = 0
+    for eqn in jaxpr.eqns:
+        inner = [v for v in eqn.params.values() if isinstance(v, core.Jaxpr | core.ClosedJaxpr)]
+        inner += [x for v in eqn.params.values() if isinstance(v, tuple | list) for x in v
+                  if isinstance(x, core.Jaxpr | core.ClosedJaxpr)]
+        if inner:
+            count += sum(_jaxpr_effects(getattr(j, "jaxpr", j)) for j in inner)
+        elif eqn.effects:
+            count += 1
+    return count
 
 
 @dataclass(frozen=True)

@@ -226,3 +226,44 @@ def test_wrong_planned_result_fails_even_where_jit_is_wrong(monkeypatch):
     with pytest.raises(AssertionError, match="matches neither") as info:
         check_program(zero_round_while, 5, mode="eager")
     assert "~int32[]: 7" in str(info.value) and "~int32[]: 6" in str(info.value) and "~int32[]: 5" in str(info.value)
+
+
+# --- the compiled kernel's effects --------------------------------------------------------------
+
+
+def test_the_compiled_check_counts_each_callback_as_the_kernel_traces_it():
+    """A callback in a loop's condition is traced twice into the kernel (before the loop and at the
+    end of each round), one in the body or a branch once: `check_program` passes them all. A trace
+    that leaves a callback behind (a conditional traced again, the first left in the kernel) would
+    run it twice, and the count tells (`_jaxpr_effects`)."""
+    calls = []
+
+    def f(x):
+        def cond(c):
+            jax.debug.callback(calls.append, c[0])
+            return c[0] < 3
+
+        def body(c):
+            jax.debug.callback(calls.append, c[1])
+
+            def doubled(v):
+                jax.debug.callback(calls.append, v)
+                return v * 2
+            return c[0] + 1, lax.cond(c[1] > 0, doubled, lambda v: -v, c[1])
+
+        return lax.while_loop(cond, body, (0, x))
+
+    planned = check_program(f, jnp.float32(1.5), mode="compiled")
+    (traced,) = planned._cache.values()
+    (kernel,) = traced.kernels.values()
+    assert differential._module_effects(kernel.module) == differential._jaxpr_effects(kernel.jaxpr.jaxpr) == 4
+
+    def left_behind(x):
+        def branch(v):
+            jax.debug.callback(calls.append, v)
+            return v
+
+        lax.cond(x > 0, branch, lambda v: v, x)  # a first trace, its result dropped
+        return lax.cond(x > 0, branch, lambda v: v, x)
+
+    assert differential._jaxpr_effects(jax.make_jaxpr(left_behind)(1.0).jaxpr) == 2
