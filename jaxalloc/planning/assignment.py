@@ -10,7 +10,11 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   as long as the result (a loop's carried value too: its slot is not written while it is alive).
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
-  folds in place, as an elementwise op does.
+  folds in place, as an elementwise op does. A case result that is a view in some branches still
+  has memory of its own, which a later op (or case) may take where the result dies there: a chain
+  of cases, each handing its operand on or computing from it, is one buffer, and a branch that
+  yields the chain's last result into its parent's memory makes that result a view of what the
+  chain may hand on.
 - Every loop-carried position gets a multi-view: the first rounds read init operands in place
   (Type II), later rounds a ring of R slots in the parent. A value computed in the body at
   position c reaches position p after `delay` rounds when positions pass it on unchanged (a
@@ -234,8 +238,8 @@ class _BlockPlanner:
         """Whether a result of op `index` may take `x`'s buffer: `x` dies there (its views included,
         but for `besides`) and its buffer is this block's to overwrite."""
         root = self.merge.find(x)
-        if self.external(x) or x in self.no_fold:
-            return False
+        if self.external(x) or x in self.no_fold and not isinstance(x.owner, jx.CaseOp):
+            return False  # a case result that may view other memory still has its own, free then
         if isinstance(root, BlockArgument) and root not in self.foldable:
             return False
         group = self.members.get(root, [root])
@@ -296,7 +300,7 @@ class _BlockPlanner:
                 # where the value is wherever it ends (a ring slot, or one of some values from
                 # outside the branch or computed into the result's memory), the result is a view of
                 # it, not a copy
-                sources = _ends_in(value, branch_plan, block)
+                sources = _may_be(value, branch_plan, block)
                 mine = branch_plan.placed_in.get(value, result) is result  # not in another result's memory
                 if mine and sources is not None and all(
                         branch_plan.placed_in.get(v) is result for v in sources if _computed_in(v, block)):
@@ -767,6 +771,21 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
         if handed and not any(_inside(v, case.branches[b].block) for b, v in zip(plan.phis[case][k], handed)):
             return handed
     return None
+
+
+def _may_be(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | None:
+    """`_ends_in`, through the values of `block` it names that may in turn be others (a case result
+    handing on another one's value): every value `value` may be instead of being in its memory.
+    None where it is always there."""
+    found = _ends_in(value, plan, block)
+    if found is None:
+        return None
+    found, k = list(found), 0
+    while k < len(found):
+        if _computed_in(found[k], block):
+            found.extend(v for v in _ends_in(found[k], plan, block) or () if v not in found)
+        k += 1
+    return found
 
 
 def _past_inits(loop: jx.WhileOp, carry: Carry) -> bool:
