@@ -317,17 +317,16 @@ class CompiledFunctions(ArenaFunctions):
     """The kinds each loop or case was found to need, by position: kept from one trace of the
     kernel to the next (`_Retrace`)."""
 
-    def kinds(self, owner: Operation | None, kinds: list[str]) -> list[str]:
-        """`kinds` widened where an earlier trace of `owner` found it needed."""
-        for position, kind in self.widened.get(owner, {}).items():
-            kinds[position] = kind
-        return kinds
+    def learned(self, owner: Operation | None, guessed: list[str]) -> list[str]:
+        """The kinds `owner` carries: those `guessed`, wider where a trace of it found them too narrow."""
+        return [self.widened.get(owner, {}).get(position, kind) for position, kind in enumerate(guessed)]
 
-    def widen(self, owner: Operation, widen: _Widen, kinds: list[str]) -> None:
-        """Learn `widen`, raised while tracing `owner` with `kinds`, or pass it on (another owner's)."""
-        if widen.owner is not owner:
-            raise widen
-        kinds[widen.position] = self.widened.setdefault(owner, {})[widen.position] = widen.kind
+    def learn(self, owner: Operation, found: _Widen, kinds: list[str]) -> None:
+        """Widen `kinds`, those of `owner`, as `found` says, and keep that for later traces; or raise
+        `found` on, where it is another op's."""
+        if found.owner is not owner:
+            raise found
+        kinds[found.position] = self.widened.setdefault(owner, {})[found.position] = found.kind
 
     # -- the arena --------------------------------------------------------------------------------
 
@@ -530,16 +529,18 @@ class CompiledFunctions(ArenaFunctions):
 
             return run
 
-        kinds = self.kinds(owner, kinds)
+        if last_writes:
+            conditionals = [lambda state: lax.switch(index, [traced(b) for b in branches], state)]
+        else:
+            conditionals = [lambda state, k=k: lax.cond(state[2] == k, traced(branches[k]), lambda state: state, state)
+                            for k in range(len(branches))]
+        kinds = self.learned(owner, kinds)
         while True:
             bound = 0  # conditionals of the chain in the trace
             try:
                 state = (start, tuple(_placeholder(kind, layout) for kind, layout in zip(kinds, layouts)), index)
-                for k in range(1 if last_writes else len(branches)):
-                    if last_writes:
-                        self.threaded, results, handed = lax.switch(index, [traced(b) for b in branches], state)
-                    else:
-                        self.threaded, results, handed = lax.cond(state[2] == k, traced(branches[k]), lambda state: state, state)
+                for conditional in conditionals:
+                    self.threaded, results, handed = conditional(state)
                     bound += 1
                     # every result read, so that XLA keeps the conditional as it is (see above)
                     self.base = _read_all([*jax.tree.leaves(results), handed], self.base)
@@ -548,10 +549,10 @@ class CompiledFunctions(ArenaFunctions):
                 if jax.default_backend() == "cpu":
                     self.base = self.pin(self.base[None])[0]
                 return results
-            except _Widen as widen:
-                self.widen(owner, widen, kinds)
+            except _Widen as found:
+                self.learn(owner, found, kinds)
                 if bound:
-                    raise _Retrace() from widen
+                    raise _Retrace() from found
                 self.threaded = start
 
     # -- ops ------------------------------------------------------------------------------------
@@ -632,7 +633,11 @@ class CompiledFunctions(ArenaFunctions):
         if (within := _window_start(whole.shape, sizes, operands[-len(sizes):])) is not None:
             start = lax.add(start, lax.mul(within, np.int32(element // width)))
         if reads:
-            value = from_words(_slice(self.bytes, start, nbytes // width), window)
+            words = _slice(self.bytes, start, nbytes // width)
+            if places[0] is None:  # kept outside: later writes wait for the read, as in `apply`
+                words = self.pin(words)
+                self.base = _read_all([words], self.base)
+            value = from_words(words, window)
             return (value if places[0] is None else self.write(value, window, places[0], moved=True),)
         moved = isinstance(args[1], At | Either)
         self.put(to_words(operands[0], window, self.word), start, spread=not moved, moved=moved)
@@ -745,7 +750,7 @@ class CompiledFunctions(ArenaFunctions):
         # (`ArenaFunctions.run_while`)
         state = self.arrive(rings, 0, args, args, layouts)
         go = self.test(interpreter, op, state)
-        kinds = self.kinds(op, [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)])
+        kinds = self.learned(op, [_join(kind_of(v), g.kind(args)) for v, g in zip(state, rings)])
         # a loop that says it runs several rounds counts them, where XLA sees its trip count, and
         # carries whether the program's own condition agreed in every round; another carries that
         # condition (counting a loop of one round made XLA copy the arena in random programs 0, 5
@@ -800,8 +805,8 @@ class CompiledFunctions(ArenaFunctions):
                     else:
                         settled[k] = offset
                 self.threaded = start
-            except _Widen as widen:
-                self.widen(op, widen, kinds)
+            except _Widen as found:
+                self.learn(op, found, kinds)
                 self.threaded = start
         state = at_settled(state)
         if count is not None:
@@ -1284,7 +1289,8 @@ class CompiledRun:
         """The kernel built and compiled for `args` (`jax.jit` then finds it compiled). Where XLA
         cannot compile a loop into one kernel (an op its runtime library runs, which `_in_one_kernel`
         does not know), or copies the arena in a kernel with such loops (random program 469: a small
-        loop in a case's branch), it is built again with every loop as its ops' kernels."""
+        loop in a case's branch), it is built again with every loop as its ops' kernels, and kept
+        where XLA copies the arena fewer times in that one."""
         self.build(args)
         if not self.functions.small_loops:
             return
@@ -1292,9 +1298,14 @@ class CompiledRun:
             hlo = self.executable(args).as_text()
         except jax.errors.JaxRuntimeError:
             hlo = None
-        if hlo is None or ONE_KERNEL in hlo and self.arena_copies(hlo):
-            self.functions.small_loops = False
-            self.build(args)
+        if hlo is not None and not (ONE_KERNEL in hlo and self.arena_copies(hlo)):
+            return
+        built = self.kernel, self.jaxpr, self._offsets, self._status
+        self.functions.small_loops = False
+        self.build(args)
+        if hlo is not None and self.arena_copies(self.executable(args)) >= self.arena_copies(hlo):
+            self.functions.small_loops = True
+            self.kernel, self.jaxpr, self._offsets, self._status = built
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
@@ -1337,11 +1348,11 @@ class CompiledRun:
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
         return self.traced(args).lower().compile()
 
-    def arena_copies(self, executable) -> int:
-        """Copies of the whole arena XLA put in the kernel (its executable, or that's HLO text): 0
-        where it updates the arena in place (and where the arena is empty)."""
+    def arena_copies(self, executable_or_hlo) -> int:
+        """Copies of the whole arena XLA put in the kernel (its executable, or its HLO text): 0 where
+        it updates the arena in place (and where the arena is empty)."""
         if not self.arena_bytes:
             return 0
         words = f"u{8 * self.word.itemsize}[{self.words}]"
-        hlo = executable if isinstance(executable, str) else executable.as_text()
+        hlo = executable_or_hlo if isinstance(executable_or_hlo, str) else executable_or_hlo.as_text()
         return len(re.findall(re.escape(words) + r"\{0\} copy\(", hlo))

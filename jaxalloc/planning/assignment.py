@@ -10,9 +10,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   as long as the result (a loop's carried value too: its slot is not written while it is alive).
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
-  folds in place, as an elementwise op does. A case result that is a view in some branches still
-  has memory of its own, which a later op (or case) may take where the result dies there: a chain
-  of cases, each handing its operand on or computing from it, is one buffer, and a branch that
+  folds in place, as an elementwise op does. A case result that is a view in some branches of
+  memory outside the block only (an argument, a value of an enclosing block) still has memory of
+  its own, free then, which a later op (or case) may take where the result dies there: a chain of
+  cases, each handing such a value on or computing from it, is one buffer, and a branch that
   yields the chain's last result into its parent's memory makes that result a view of what the
   chain may hand on.
 - Every loop-carried position gets a multi-view: the first rounds read init operands in place
@@ -168,7 +169,7 @@ class _BlockPlanner:
         self.rings: dict[SSAValue, tuple[int, int]] = {}  # loop result -> (slot size, repeat)
         self.temporaries: list[tuple[Operation, int, int]] = []  # region op, size, index
         self.keep_alive: list[tuple[SSAValue, SSAValue]] = []  # (value, until): a result may be a view of it
-        self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: never overwritten
+        self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: not overwritten (`views_outside`)
         self.views_only: set[SSAValue] = set()  # loop results that are always one of several other values
         self._reads_inside: dict[Operation, set[SSAValue]] = {}  # region op -> values its regions read
         for group in aliases:  # block arguments that are one value in the rounds that may fold into them
@@ -238,8 +239,8 @@ class _BlockPlanner:
         """Whether a result of op `index` may take `x`'s buffer: `x` dies there (its views included,
         but for `besides`) and its buffer is this block's to overwrite."""
         root = self.merge.find(x)
-        if self.external(x) or x in self.no_fold and not isinstance(x.owner, jx.CaseOp):
-            return False  # a case result that may view other memory still has its own, free then
+        if self.external(x) or x in self.no_fold and not self.views_outside(x):
+            return False
         if isinstance(root, BlockArgument) and root not in self.foldable:
             return False
         group = self.members.get(root, [root])
@@ -248,6 +249,12 @@ class _BlockPlanner:
         if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
             return False  # a ring's result is in one of its slots, known only when the loop ends
         return self.dies_at(x, index, besides)
+
+    def views_outside(self, x: SSAValue) -> bool:
+        """Whether `x` is a case result that, where a branch makes it a view, views only memory outside
+        this block's (an argument, a value of an enclosing block): its own memory is free then, and
+        a value taking it keeps no value of this block alive any longer."""
+        return isinstance(x.owner, jx.CaseOp) and all(self.external(v) for v, later in self.keep_alive if later is x)
 
     def fold(self, index: int, op: Operation) -> None:
         """NNC's in-place folding: the result takes an operand's buffer where that operand dies here."""
@@ -320,7 +327,8 @@ class _BlockPlanner:
         block that dies here, or of the result's own memory (a loop's ring in it), and every branch
         that computes the result computes it into its memory only once it has read `x` for the last
         time (or in place, in the op that reads it last), the result takes `x`'s buffer. It is then
-        in its own memory in every branch, not a view of other memory."""
+        in its own memory in every branch, not a view of other memory, unless `x` may be a view of
+        memory outside this block (`views_outside`): then so may the result."""
         result = op.res[k]
         yields = [branch.block.last_op.operands[k] for branch in op.branches]
         handed = set().union(*viewed.values())
@@ -337,7 +345,8 @@ class _BlockPlanner:
             if value is not x and not _written_after_reads(branch.block, plan, x, result):
                 return
         self.join(result, x)
-        self.no_fold.discard(result)
+        if x not in self.no_fold:
+            self.no_fold.discard(result)
 
     def loop(self, index: int, op: jx.WhileOp) -> None:
         body = op.body.block
