@@ -16,6 +16,7 @@ executes): if the planned result matches that one, the check passes and warns wi
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 
 import jax
@@ -331,16 +332,19 @@ def assert_the_kernel_traces_each_effect_once(planned: jaxalloc.Planned, name: s
     callback behind would run it twice, where the program's arguments may never show it."""
     for traced in planned._cache.values():
         for kernel in traced.kernels.values():
-            effects, traced_effects = _module_effects(kernel.module), _jaxpr_effects(kernel.jaxpr.jaxpr)
+            effects = _module_effects(kernel.module, kernel.functions.table)
+            traced_effects = _jaxpr_effects(kernel.jaxpr.jaxpr)
             if effects != traced_effects:
-                raise AssertionError(f"{name} (compiled): the kernel has {traced_effects} calls of callbacks where "
-                                     f"the module has {effects}: a trace left an effect behind, or lost one")
+                raise AssertionError(f"{name} (compiled): the kernel holds its callbacks {_counts(traced_effects)} "
+                                     f"times where the module runs them {_counts(effects)}: a trace left one "
+                                     "behind, or lost one")
 
 
-def _module_effects(module) -> int:
-    """The effects (callbacks) of a module as its kernel traces them: one in a loop's condition twice,
-    as the kernel runs the condition once before the loop and again at the end of each round."""
-    count = 0
+def _module_effects(module, table) -> Counter:
+    """The effects (callbacks) of a module as its kernel traces them, by callback: one in a loop's
+    condition twice, as the kernel runs the condition once before the loop and again at the end of
+    each round."""
+    counts = Counter()
     for op in module.walk():
         if isinstance(op, jx.PrimOp) and op.effect is not None:
             conditions, region = 0, op.parent_region()
@@ -348,22 +352,28 @@ def _module_effects(module) -> int:
                 owner = region.parent_op()
                 conditions += isinstance(owner, jx.WhileOp) and region is owner.cond
                 region = owner.parent_region() if owner is not None else None
-            count += 2**conditions
-    return count
+            counts[table[op.key.data].params.get("callback", op.primitive.data)] += 2**conditions
+    return counts
 
 
-def _jaxpr_effects(jaxpr) -> int:
-    """The effectful equations of a jaxpr that call nothing, in it and every jaxpr it calls."""
-    count = 0
+def _jaxpr_effects(jaxpr) -> Counter:
+    """The effectful equations of a jaxpr that call nothing, in it and every jaxpr it calls, by
+    callback."""
+    counts = Counter()
     for eqn in jaxpr.eqns:
         inner = [v for v in eqn.params.values() if isinstance(v, core.Jaxpr | core.ClosedJaxpr)]
         inner += [x for v in eqn.params.values() if isinstance(v, tuple | list) for x in v
                   if isinstance(x, core.Jaxpr | core.ClosedJaxpr)]
         if inner:
-            count += sum(_jaxpr_effects(getattr(j, "jaxpr", j)) for j in inner)
+            for j in inner:
+                counts += _jaxpr_effects(getattr(j, "jaxpr", j))
         elif eqn.effects:
-            count += 1
-    return count
+            counts[eqn.params.get("callback", eqn.primitive.name)] += 1
+    return counts
+
+
+def _counts(effects: Counter) -> list[int]:
+    return sorted(effects.values())
 
 
 @dataclass(frozen=True)
