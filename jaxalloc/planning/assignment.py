@@ -723,7 +723,7 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
     enclosing block)."""
     if value is arg or not _computed_in(value, body):
         return {value}
-    plan = next((p for b, p in reversed(scopes) if _defined_directly_in(value, b)), scopes[0][1])
+    plan = next((p for b, p in reversed(scopes) if defined_in(value, b)), scopes[0][1])
     if not _inside(root := plan.roots.get(value, value), body):  # a view of a value from outside
         return {root}
     if value in plan.may_be:
@@ -747,11 +747,6 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
         computed_there = into is not None and plan.placed_in.get(value) is into and plan.roots.get(value) is not plan.roots.get(arg)
         return set() if top or computed_there else None
     return None if None in parts else set().union(*parts)
-
-
-def _defined_directly_in(value: SSAValue, block: Block) -> bool:
-    """Whether `value` is an argument or op result of `block` itself (not of a region in it)."""
-    return (value.block if isinstance(value, BlockArgument) else value.owner.parent_block()) is block
 
 
 def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | None:
