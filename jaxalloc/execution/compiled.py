@@ -313,6 +313,8 @@ class CompiledFunctions(ArenaFunctions):
     small_loops: bool = False
     """Whether each small loop is compiled into one kernel (`one_kernel`): on the CPU."""
     _in_one_kernel: bool = False
+    one_kernel_calls: int = 0
+    """Loops traced into one kernel (`one_kernel`) in the kernel's last trace."""
     widened: dict[Operation, dict[int, str]] = field(default_factory=dict)
     """The kinds each loop or case was found to need, by position: kept from one trace of the
     kernel to the next (`_Retrace`)."""
@@ -562,6 +564,7 @@ class CompiledFunctions(ArenaFunctions):
         self.bytes, args = args[0], args[1:]
         # host constants until an op counts a copy or checks a round: then traced (`CompiledRun.interpret`)
         self.copied, self.wrong_rounds = (np.uint32(0), np.uint32(0)), np.bool_(False)
+        self.one_kernel_calls = 0
         self._next, self._rings = (), ()
         results = JxFunctions.call_func(self, interpreter, op, args)
         outputs = op.body.block.last_op.operands
@@ -727,6 +730,7 @@ class CompiledFunctions(ArenaFunctions):
 
             outputs = jax.jit(kernel, inline=False)(start[0], *(_hidden(x, unseen) for x in outside))
             outputs = set_xla_metadata(outputs, **ONE_KERNEL_CALL)
+            self.one_kernel_calls += 1
         else:
             outputs = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *start)
         results, self.threaded = jax.tree.unflatten(jax.tree.structure(shape), outputs)
@@ -1043,8 +1047,6 @@ which the arena's reads and writes of the same values exceed."""
 
 ONE_KERNEL_CALL = {"xla_cpu_small_call": "true", "inlineable": "false"}
 """The attributes of a loop's call that XLA's CPU backend compiles into one kernel (`one_kernel`)."""
-ONE_KERNEL = 'xla_cpu_small_call="true"'
-"""How such a call reads in the kernel's HLO."""
 
 OUTSIDE_ONE_KERNEL = frozenset({
     "sort", "top_k", "approx_top_k", "fft", "conv_general_dilated", "cholesky", "lu", "qr", "geqrf",
@@ -1292,13 +1294,13 @@ class CompiledRun:
         loop in a case's branch), it is built again with every loop as its ops' kernels, and kept
         where XLA copies the arena fewer times in that one."""
         self.build(args)
-        if not self.functions.small_loops:
-            return
+        if not self.functions.one_kernel_calls:
+            return  # nothing to look at: `jax.jit` compiles it at the first call
         try:
             hlo = self.executable(args).as_text()
         except jax.errors.JaxRuntimeError:
             hlo = None
-        if hlo is not None and not (ONE_KERNEL in hlo and self.arena_copies(hlo)):
+        if hlo is not None and not self.arena_copies(hlo):
             return
         built = self.kernel, self.jaxpr, self._offsets, self._status
         self.functions.small_loops = False
