@@ -1288,8 +1288,8 @@ class CompiledRun:
         self.kernel = jax.jit(kernel, donate_argnums=(0, *(3 + k for k in self.donated)))
 
     def compile(self, args: Sequence[Any]) -> None:
-        """The kernel built and compiled for `args` (`jax.jit` then finds it compiled). Where XLA
-        cannot compile a loop into one kernel (an op its runtime library runs, which `_in_one_kernel`
+        """The kernel built for `args`; one with loops traced into one kernel also compiled now
+        (`jax.jit` then finds it compiled), and looked at. Where XLA cannot compile a loop into one kernel (an op its runtime library runs, which `_in_one_kernel`
         does not know), or copies the arena in a kernel with such loops (random program 469: a small
         loop in a case's branch), it is built again with every loop as its ops' kernels, and kept
         where XLA copies the arena fewer times in that one."""
