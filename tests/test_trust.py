@@ -225,6 +225,69 @@ def test_the_static_checker_walks_a_choice_of_slots_once_on_the_paths_joined():
                    [c for c in choices if any(_allows(g, c) for g in before)]
 
 
+def test_the_static_checker_copies_a_value_moved_on_some_paths_exactly_there():
+    """`_apart` (the copies of a value to a place where it already is on some paths) writes on
+    every path it moves on and on none it stays on, within the place's paths."""
+    from types import SimpleNamespace
+
+    from jaxalloc.checks.plan_check import _apart, _both
+
+    regions, paths = range(3), range(3)
+    choices = list(itertools.product(paths, repeat=len(regions)))
+    rng = np.random.default_rng(2)
+    slot = SlotAttr(64, 64)
+
+    def guard(k):
+        chosen = sorted(rng.choice(len(regions), k, replace=False))
+        return tuple((int(r), frozenset(int(p) for p in rng.choice(len(paths), int(rng.integers(1, 3)), replace=False)))
+                     for r in chosen)
+
+    for _ in range(300):
+        place = guard(int(rng.integers(0, 3)))
+        instances = [(int(rng.choice([0, 64])), _both(guard(int(rng.integers(1, 4))), place)) for _ in range(int(rng.integers(1, 6)))]
+        instances = [(start, g) for start, g in instances if g is not None]
+        # a value is in one place on each path
+        instances = [(start, g) for k, (start, g) in enumerate(instances)
+                     if not any(other != start and _both(g, h) is not None for other, h in instances[:k])]
+        stay = [(SimpleNamespace(start=start), g) for start, g in instances if start == 64]
+        moving = [g for start, g in instances if start != 64]
+        copies = _apart([(slot, moving)], stay)
+        assert all(s is slot for s, _ in copies)
+        for c in choices:
+            copied = any(_allows(g, c) for _, g in copies)
+            assert not copied or _allows(place, c)
+            assert copied or not any(_allows(g, c) for g in moving)
+            assert not copied or not any(_allows(g, c) for _, g in stay)
+
+
+def nested_loops_handing_on_a_slice(x, rounds):
+    """A five-round loop whose branch runs a loop of data-dependent rounds, in which a branch hands
+    on its carry or slices the outer carry: the outer carry is moved into its slot from another on
+    many paths (each exit round of each inner loop), round after round."""
+    def outer(i, carry):
+        head, xs = carry
+
+        def computes(head, xs):
+            def inner(state):
+                k, h = state
+                return k + 1, lax.cond(k < rounds, lambda h: h, lambda h: xs[:1], h)
+
+            _, h = lax.while_loop(lambda s: s[0] < rounds, inner, (0, head))
+            return h, jnp.log1p(jnp.abs(xs))
+
+        return lax.cond(i > 0, computes, lambda head, xs: (head, xs), head, xs)
+
+    return lax.fori_loop(0, 5, outer, (x[:1] * 2, x))
+
+
+def test_the_static_checker_copies_a_value_moved_on_many_paths_once_per_place():
+    """With the outputs in the arena, the walk copied the outer carry once per path it moved on, and
+    those copies multiplied each outer round: the check of this plan did not end."""
+    plan = jaxalloc.planned(nested_loops_handing_on_a_slice).plan(X4, 3, include_outputs=True)
+    assert plan.check().instances < 1000
+    check_program(nested_loops_handing_on_a_slice, X4, 3, mode="compiled")
+
+
 def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answer():
     def two_live_values(x):
         s = jnp.sin(x)

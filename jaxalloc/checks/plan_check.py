@@ -199,6 +199,25 @@ def _joined(placings: list[tuple[Guard, dict]]) -> list[tuple[Guard, dict]]:
     return joined
 
 
+def _apart(moving: list[tuple[SlotAttr, list[Guard]]], stay) -> list[tuple[SlotAttr, Guard]]:
+    """The copies of a value moved to its places (`moving`: per place, the paths on which it is
+    elsewhere), where it already is on some paths (`stay`). One copy per place where the widened
+    paths (`_either`, within the place's own) meet none of those on which it is there: they are
+    then exactly the paths it moves on. Otherwise one copy per path: a value moved on each of many
+    paths (a loop's exit rounds, a case's branches, round after round) was copied once per path,
+    and the copies multiplied with each enclosing round."""
+    copies = []
+    for slot, guards in moving:
+        if not guards:
+            continue
+        widened = functools.reduce(_either, guards)
+        if any(i.start == slot.offset.data and _meets(widened, g) for i, g in stay):
+            copies.extend((slot, guard) for guard in guards)
+        else:
+            copies.append((slot, widened))
+    return copies
+
+
 def _exact_union(a: Guard, b: Guard) -> Guard | None:
     """The paths of `a` or `b` as one guard, where they differ in one region's paths alone."""
     if [region for region, _ in a] != [region for region, _ in b]:
@@ -279,6 +298,8 @@ class PlanCheck:
     """The copies the executor would make on some path: the plan left a value elsewhere."""
     rounds: int
     """Loop rounds walked, over every loop and path."""
+    instances: int
+    """Values written into the arena by the walk, once per round and set of paths: its work."""
 
 
 def check_planned(func: jx.FuncOp) -> PlanCheck:
@@ -289,7 +310,7 @@ def check_planned(func: jx.FuncOp) -> PlanCheck:
     walk = _Walk(func, arena.bytes.data)
     env = {a: walk.argument(a, k) for k, a in enumerate(func.body.block.args)}
     walk.block(func.body.block, env)
-    return PlanCheck(tuple(walk.copies), walk.rounds_walked)
+    return PlanCheck(tuple(walk.copies), walk.rounds_walked, walk.serial)
 
 
 class _Walk:
@@ -425,13 +446,14 @@ class _Walk:
         stay, moving = set(), []
         for slot, guard in where:
             stay |= located.at(slot.offset.data, guard)
-            moving.extend((slot, paths) for at, paths in located.places(guard) if at != slot.offset.data)
-        if not moving:
+            moving.append((slot, [paths for at, paths in located.places(guard) if at != slot.offset.data]))
+        if not any(paths for _, paths in moving):
             return located
         self.copies.append(f"{value_name(value)} ({value_label(value)}): {why}{_in_rounds(tuple(self.rounds))}")
-        # one copy on every path of a place unless the value is already there on some: then one per path
+        # one copy on every path of a place unless the value is already there on some: then one
+        # on the paths it is not there
         source = next(iter(located.instances), (None,))[0]
-        copies = moving if stay else [(slot, guard) for slot, guard in where]
+        copies = _apart(moving, stay) if stay else [(slot, guard) for slot, guard in where]
         for slot, guard in dict.fromkeys(copies):
             copy = self.new(value, slot, source, guard)
             self.memory.write(copy)
@@ -561,8 +583,14 @@ class _Walk:
         return None if slot is None else [(slot, self.guard)]
 
     def toggled(self, view: ViewsAttr, located: _Located) -> list[tuple[SlotAttr, Guard]]:
-        """Where a toggle ring's next value goes on each path: the slot its current value is not in."""
-        return [(view.toggle(at), paths) for at, paths in located.places(self.guard)]
+        """Where a toggle ring's next value goes on each path: the slot its current value is not in.
+        The paths going to one slot are joined where that is exact, and are all the paths walked
+        where every path goes there: a value held in a ring of one slot by a case in a loop has an
+        instance per round, and one write per instance doubled the instances round after round."""
+        placings = [(paths, view.toggle(at)) for at, paths in located.places(self.guard)]
+        if len({slot for _, slot in placings}) == 1:
+            return [(placings[0][1], self.guard)]
+        return [(slot, paths) for paths, slot in _joined(placings)]
 
     def same_value(self, op: jx.WhileOp, k: int, round_: int, read: _Located, carried: _Located) -> None:
         """A round that reads an init operand in place must be carrying that very value."""
