@@ -523,6 +523,26 @@ def test_an_inner_loop_whose_result_the_body_yields_runs_in_the_next_rounds_slot
             assert check_program(stacked, X16, rounds, mode=mode).last_run.copied_bytes == 0
 
 
+def test_an_inner_loop_that_may_hand_back_a_value_from_outside_runs_in_the_next_view_of_a_toggle():
+    """The body yields an inner loop's result, which after zero rounds is the inner loop's init
+    operand, an argument: the inner ring lies in the outer loop's next view, and the outer position
+    toggles, reading the argument where it is, where the inner ring was a buffer of the body's own
+    copied into the outer ring every round."""
+
+    def restarts(x, n):
+        def body(i, c):
+            _, y = lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, jnp.sin(s[1]) + c), (0, x))
+            return y
+
+        return lax.fori_loop(0, 3, body, x * 2.0)
+
+    plan = jaxalloc.planned(restarts).plan(X4, 2, include_outputs=True)
+    assert "slots = [#mem.next<" in str(plan.module) and plan.check().copies == ()
+    for rounds in (0, 1, 2):
+        for mode in ("arena", "checked", "compiled"):
+            assert check_program(restarts, X4, rounds, mode=mode).last_run.copied_bytes == 0
+
+
 def test_an_inner_ring_of_two_slots_yielded_as_the_carry_lies_in_a_toggle_ring_of_two_such_rings():
     """The inner ring's result is in either of its slots: the outer position toggles between two
     slots as large as the inner ring, and each round's inner ring is cut out of the one not holding

@@ -478,7 +478,8 @@ class _BlockPlanner:
                     return False
                 carry = self.plan.carries[loop][loop.results.index(v)]
                 inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
-                if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent) for i in inits):
+                if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i)
+                                           for i in inits):
                     return False
         return True
 
@@ -487,6 +488,12 @@ class _BlockPlanner:
         inner loop that runs no round hands it back: the position toggles, so it is never
         written over while it is that position's value)."""
         return isinstance(value, BlockArgument) and value.block is self.block and self.dictated.get(value) is parent
+
+    def handed_in(self, value: SSAValue) -> bool:
+        """Whether `value` comes from outside the loop whose body this block is: an inner loop that
+        runs no round hands it back, and the position whose next view holds the inner ring then
+        toggles (`_toggles`), reading it where it is."""
+        return not defined_in(value, self.block) and not isinstance(getattr(value, "owner", None), jx.ConstOp)
 
     def holds_toggle(self, value: SSAValue) -> bool:
         """Whether `value` is in a toggle ring: a loop result whose rounds read what the body yielded,
