@@ -543,6 +543,29 @@ def test_an_inner_loop_that_may_hand_back_a_value_from_outside_runs_in_the_next_
             assert check_program(restarts, X4, rounds, mode=mode).last_run.copied_bytes == 0
 
 
+def test_a_case_that_hands_back_an_argument_or_runs_a_loop_in_the_next_view_toggles():
+    """The first round's carry is an argument, outside the arena; a branch hands it back, the other
+    runs an inner loop whose ring is the next view: the position toggles, where the body's yield
+    was copied into the ring in round 0."""
+
+    def hands_back_or_runs_a_loop(x, n):
+        def body(c):
+            i, v = c
+
+            def runs(v):
+                return lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, jnp.cos(s[1]) * 0.5), (0, v))[1]
+
+            return i + 1, lax.cond(jnp.sum(v) > 1.0, lambda v: v, runs, v)
+
+        return lax.while_loop(lambda c: (c[0] < 4) & (jnp.max(c[1]) < 100.0), body, (0, x))[1]
+
+    plan = jaxalloc.planned(hands_back_or_runs_a_loop).plan(X4, 2, include_outputs=True)
+    assert "yielded, slots" in str(plan.module) and plan.check().copies == ()
+    for rounds in (0, 1, 3):
+        for mode in ("checked", "compiled"):
+            assert check_program(hands_back_or_runs_a_loop, X4, rounds, mode=mode).last_run.copied_bytes == 0
+
+
 def test_an_inner_ring_of_two_slots_yielded_as_the_carry_lies_in_a_toggle_ring_of_two_such_rings():
     """The inner ring's result is in either of its slots: the outer position toggles between two
     slots as large as the inner ring, and each round's inner ring is cut out of the one not holding

@@ -16,7 +16,9 @@ read fails only where some path both reaches the value through that instance and
 the instance before (a loop result that is its init operand after zero rounds is not blamed
 for a later round overwriting that operand). A value also knows the paths on which it is outside
 the arena, so that a write into a toggle ring goes, path by path, to the slot the carried value is
-not in on that path. The walk also lists the copies the executor would make (a value the plan
+not in on that path; each round, the place of a toggle ring's value is a region of its own, whose
+paths are its places, so that two sets of paths stand for where the next value goes, however many
+branches and rounds led there. The walk also lists the copies the executor would make (a value the plan
 does not put where it is read next). A donated argument (`mem.args`) is written at its slot when
 the walk starts, as a call writes it, and checked at every read like any other value.
 """
@@ -535,10 +537,14 @@ class _Walk:
                 break
             self.guard = _both(outer, ((region, exit_at(round_ + 1)),))
             following = [view.view(round_ + 1) for view in views]
-            self.next_views.append([
-                self.toggled(view, located) if view.toggles else at if isinstance(at, SlotAttr) else None
-                for view, at, located in zip(views, following, state)
-            ])
+            next_views = []
+            for k, (view, at) in enumerate(zip(views, following)):
+                if view.toggles:
+                    state[k], toggled = self.toggled(view, state[k])
+                    next_views.append(toggled)
+                else:
+                    next_views.append(at if isinstance(at, SlotAttr) else None)
+            self.next_views.append(next_views)
             env.update(zip(body.args, state))
             yielded = self.block(body, env)
             self.next_views.pop()
@@ -582,15 +588,29 @@ class _Walk:
     def at(self, slot: SlotAttr | None) -> list[tuple[SlotAttr, Guard]] | None:
         return None if slot is None else [(slot, self.guard)]
 
-    def toggled(self, view: ViewsAttr, located: _Located) -> list[tuple[SlotAttr, Guard]]:
-        """Where a toggle ring's next value goes on each path: the slot its current value is not in.
-        The paths going to one slot are joined where that is exact, and are all the paths walked
-        where every path goes there: a value held in a ring of one slot by a case in a loop has an
-        instance per round, and one write per instance doubled the instances round after round."""
-        placings = [(paths, view.toggle(at)) for at, paths in located.places(self.guard)]
-        if len({slot for _, slot in placings}) == 1:
-            return [(placings[0][1], self.guard)]
-        return [(slot, paths) for paths, slot in _joined(placings)]
+    def toggled(self, view: ViewsAttr, located: _Located) -> tuple[_Located, list[tuple[SlotAttr, Guard]]]:
+        """Where a toggle ring's next value goes: the slot its current value is not in. Which slot
+        that is depends on the paths (each round a branch computes the next value or hands the
+        current one back), and told apart by the branches and exit rounds that lead there, the
+        paths multiplied round after round. So the place of the current value is a region of its
+        own (its paths: the places, an offset or None outside the arena), and the value `located`
+        is returned bound to it: each of its instances on the paths where it is in its place. The
+        next value goes to one slot on the paths of the places it toggles from there."""
+        self._regions += 1
+        region = self._regions
+
+        def there(places) -> Guard:
+            return ((region, frozenset(places)),)
+
+        bound = _Located(located.tokens, frozenset((i, _both(g, there((i.start,)))) for i, g in located.instances),
+                         frozenset(_both(g, there((None,))) for g in located.away))
+        places = {i.start for i, g in located.instances if _meets(g, self.guard)}
+        if any(_meets(g, self.guard) for g in located.away) or not places:
+            places.add(None)
+        targets: dict[SlotAttr, set] = {}
+        for at in places:
+            targets.setdefault(view.toggle(at), set()).add(at)
+        return bound, [(slot, _both(self.guard, there(at))) for slot, at in targets.items()]
 
     def same_value(self, op: jx.WhileOp, k: int, round_: int, read: _Located, carried: _Located) -> None:
         """A round that reads an init operand in place must be carrying that very value."""

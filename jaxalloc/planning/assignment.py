@@ -712,7 +712,8 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
     found = {}
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
-            sources = _view_sources(yields[c], args[c], ((body, plan),), body, plan.placed_in.get(yields[c]))
+            into = frozenset({plan.placed_in[yields[c]]} if yields[c] in plan.placed_in else ())
+            sources = _view_sources(yields[c], args[c], ((body, plan),), body, into)
             holder = plan.placed_in.get(yields[c], results[c])
             if sources is not None and (sources or holder in plan.placed_rings):
                 found[c] = sources, holder
@@ -721,9 +722,10 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
 
 
 def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block, BlockPlan], ...], body: Block,
-                  into: SSAValue | None, top: bool = True):
+                  into: frozenset[SSAValue], top: bool = True):
     """The values the yield `value` may be a view of where it is not computed into its next view
-    (the memory of `into`): `arg` itself, values from outside the loop `body` (empty: none). None
+    (the memory of `into`: the value placed there, and the case results in it whose branches are
+    looked into): `arg` itself, values from outside the loop `body` (empty: none). None
     where it may be a view of anything else (the body's own memory, another position's). `scopes`:
     the blocks from `body` down to the one that yields `value`, each with its plan; a value is
     looked up in the plan of the block that defines it (a branch may hand on a value of an
@@ -735,7 +737,7 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
         return {root}
     if value in plan.may_be:
         parts = [_view_sources(v, arg, scopes, body, into, False) for v in plan.may_be[value]]
-    elif isinstance(value.owner, jx.WhileOp) and into is not None and plan.placed_in.get(value) is into:
+    elif isinstance(value.owner, jx.WhileOp) and plan.placed_in.get(value) in into:
         loop = value.owner  # an inner loop's ring in the next view: or an init operand read in place
         carry = plan.carries[loop][loop.results.index(value)]
         if _past_inits(loop, carry):
@@ -743,15 +745,17 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
         parts = [_view_sources(loop.operands[q], arg, scopes, body, into, False) for q in carry.initial]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
-        if len(plan.phis[case][k]) < len(case.branches) and (into is None or plan.placed_in.get(value) is not into):
+        if len(plan.phis[case][k]) < len(case.branches) and plan.placed_in.get(value) not in into:
             return None  # some branch computes it in memory of the body's own
+        # a branch computing into the result's memory computes into `into` where the result is there
+        there = into | {value} if plan.placed_in.get(value) in into else into
         parts = [
             _view_sources(case.branches[b].block.last_op.operands[k], arg,
-                          (*scopes, (case.branches[b].block, plan.regions[case][1][b])), body, into, False)
+                          (*scopes, (case.branches[b].block, plan.regions[case][1][b])), body, there, False)
             for b in plan.phis[case][k]
         ]
     else:
-        computed_there = into is not None and plan.placed_in.get(value) is into and plan.roots.get(value) is not plan.roots.get(arg)
+        computed_there = plan.placed_in.get(value) in into and plan.roots.get(value) is not plan.roots.get(arg)
         return set() if top or computed_there else None
     return None if None in parts else set().union(*parts)
 
