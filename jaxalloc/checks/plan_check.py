@@ -38,8 +38,11 @@ from jaxalloc.errors import PlanViolation
 from jaxalloc.frontend.convert import value_label, value_name
 from jaxalloc.frontend.types import byte_size
 
-WIDEN_AFTER = 64
-"""Guards kept apart per instance at most; more are widened into one."""
+WIDEN_AFTER = 128
+"""Guards kept apart per instance at most; more are widened into one. A toggle ring's value is
+bound to its place each round (`toggled`), a region more in its guards: at 64, the guards of an
+argument handed on through many rounds of an inner case were widened past the regions that kept
+its copies apart from the ring's value (random program 11448, refused)."""
 
 MAX_ROUNDS = 64
 """Loop rounds walked at most (rings of coprime lengths could ask for more)."""
