@@ -244,7 +244,8 @@ def test_the_static_checker_copies_a_value_moved_on_some_paths_exactly_there():
 
     for _ in range(300):
         place = guard(int(rng.integers(0, 3)))
-        instances = [(int(rng.choice([0, 64])), _both(guard(int(rng.integers(1, 4))), place)) for _ in range(int(rng.integers(1, 6)))]
+        instances = [(int(rng.choice([0, 64])), _both(guard(int(rng.integers(1, 4))), place))
+                     for _ in range(int(rng.integers(1, 6)))]
         instances = [(start, g) for start, g in instances if g is not None]
         # a value is in one place on each path
         instances = [(start, g) for k, (start, g) in enumerate(instances)

@@ -478,8 +478,8 @@ class _BlockPlanner:
                     return False
                 carry = self.plan.carries[loop][loop.results.index(v)]
                 inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
-                if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i)
-                                           for i in inits):
+                if carry.passed or not all(
+                        self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i) for i in inits):
                     return False
         return True
 
