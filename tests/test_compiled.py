@@ -97,13 +97,13 @@ def test_random_programs_that_once_copied_into_a_ring_copy_nothing(seed):
 
 @pytest.mark.parametrize("seed", [11448])
 def test_random_programs_whose_compiled_plans_the_checker_once_refused(seed):
-    """11448: an argument read in place by a toggle ring, handed on through the rounds of an inner
+    """11448: an init operand read in place by a toggle ring, handed on through the rounds of an inner
     case, on more sets of paths than the checker kept apart (`WIDEN_AFTER`): widened, they claimed
     a copy into the case result's slot on the paths where the ring's value stays there."""
     try:
         check_random_program(random_program(seed), mode="compiled", passes=DEFAULT_PASSES)
     except CopiedBytes:
-        pass  # values and reads checked; the copy of the handed-on argument is counted
+        pass  # values and reads checked; a copy of the handed-on value is counted
 
 
 def _step(w, x):

@@ -41,7 +41,7 @@ from jaxalloc.frontend.types import byte_size
 WIDEN_AFTER = 128
 """Guards kept apart per instance at most; more are widened into one. A toggle ring's value is
 bound to its place each round (`toggled`), a region more in its guards: at 64, the guards of an
-argument handed on through many rounds of an inner case were widened past the regions that kept
+init operand handed on through many rounds of an inner case were widened past the regions that kept
 its copies apart from the ring's value (random program 11448, refused)."""
 
 MAX_ROUNDS = 64
