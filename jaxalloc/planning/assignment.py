@@ -629,6 +629,11 @@ def _written_after_reads(block: Block, plan: BlockPlan, x: SSAValue, result: SSA
         return False
     ops = list(block.ops)
     of_x = {x} | {v for v, root in plan.roots.items() if root is x}
+    for op in ops:  # and the values of the branch that may be views of it: a case's phis
+        if isinstance(op, jx.CaseOp) and op in plan.phis:
+            of_x.update(r for k, r in enumerate(op.results)
+                        if any(op.branches[b].block.last_op.operands[k] in of_x for b in plan.phis[op][k]))
+        of_x.update(r for r in op.results if any(v in of_x for v in plan.may_be.get(r, ())))
     reads = [i for i, op in enumerate(ops) if any(v in of_x for inner in op.walk() for v in inner.operands)]
     written = [plan.lifetimes[v][0] for v, parent in plan.placed_in.items() if parent is result]
     if not reads or not written or max(reads) < min(written):
