@@ -18,8 +18,8 @@ for a later round overwriting that operand). A value also knows the paths on whi
 the arena, so that a write into a toggle ring goes, path by path, to the slot the carried value is
 not in on that path; each round, the place of a toggle ring's value is a region of its own, whose
 paths are its places, so that two sets of paths stand for where the next value goes, however many
-branches and rounds led there. The walk also lists the copies the executor would make (a value the plan
-does not put where it is read next). A donated argument (`mem.args`) is written at its slot when
+branches and rounds led there. The walk also lists the copies the executor would make (a value the
+plan does not put where it is read next). A donated argument (`mem.args`) is written at its slot when
 the walk starts, as a call writes it, and checked at every read like any other value.
 """
 
@@ -607,11 +607,8 @@ class _Walk:
 
         bound = _Located(located.tokens, frozenset((i, _both(g, there((i.start,)))) for i, g in located.instances),
                          frozenset(_both(g, there((None,))) for g in located.away))
-        places = {i.start for i, g in located.instances if _meets(g, self.guard)}
-        if any(_meets(g, self.guard) for g in located.away) or not places:
-            places.add(None)
         targets: dict[SlotAttr, set] = {}
-        for at in places:
+        for at in {at for at, _ in located.places(self.guard)}:
             targets.setdefault(view.toggle(at), set()).add(at)
         return bound, [(slot, _both(self.guard, there(at))) for slot, at in targets.items()]
 

@@ -1289,10 +1289,11 @@ class CompiledRun:
 
     def compile(self, args: Sequence[Any]) -> None:
         """The kernel built for `args`; one with loops traced into one kernel also compiled now
-        (`jax.jit` then finds it compiled), and looked at. Where XLA cannot compile a loop into one kernel (an op its runtime library runs, which `_in_one_kernel`
-        does not know), or copies the arena in a kernel with such loops (random program 469: a small
-        loop in a case's branch), it is built again with every loop as its ops' kernels, and kept
-        where XLA copies the arena fewer times in that one."""
+        (`jax.jit` then finds it compiled), and looked at. Where XLA cannot compile a loop into one
+        kernel (an op its runtime library runs, which `_in_one_kernel` does not know), or copies the
+        arena in a kernel with such loops (random program 469: a small loop in a case's branch), it
+        is built again with every loop as its ops' kernels, and kept where XLA copies the arena
+        fewer times in that one."""
         self.build(args)
         if not self.functions.one_kernel_calls:
             return  # nothing to look at: `jax.jit` compiles it at the first call

@@ -493,7 +493,7 @@ class _BlockPlanner:
         """Whether `value` comes from outside the loop whose body this block is: an inner loop that
         runs no round hands it back, and the position whose next view holds the inner ring then
         toggles (`_toggles`), reading it where it is."""
-        return not defined_in(value, self.block) and not isinstance(getattr(value, "owner", None), jx.ConstOp)
+        return not defined_in(value, self.block) and not isinstance(value.owner, jx.ConstOp)
 
     def holds_toggle(self, value: SSAValue) -> bool:
         """Whether `value` is in a toggle ring: a loop result whose rounds read what the body yielded,
