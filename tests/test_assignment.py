@@ -185,12 +185,16 @@ def test_inner_rotations_of_every_kind_are_read_where_they_lie(kind, count, mode
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
 @pytest.mark.parametrize("init", ["argument", "value read after the loop"])
-def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it_lies(init, mode):
+@pytest.mark.parametrize("counts", [[2, 0, 1, 0], [0, 3, 0, 1]])
+def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it_lies(init, mode, counts):
     """The inner loop may run no rounds, so its result is wherever its init operand was: the outer
-    loop's carried value, which dies at the inner loop, is the inner ring's one slot (in the outer
-    loop's next view), computed in place every round, and nothing moves between outer rounds. In
-    the outer loop's first round that value is the outer loop's init operand (the caller's
-    argument, or an arena value read after the loop), read where it is."""
+    loop's carried value, which dies at the inner loop, is read in place by the inner ring's first
+    round, and the ring's one slot is the outer loop's next view, computed in place every round.
+    In the outer loop's first round that value is the outer loop's init operand (the caller's
+    argument, or an arena value read after the loop), read where it is. With the outer result an
+    output outside the arena, the ring is outside too; inside it, if the inner loop runs no round
+    in the outer loop's first, the outer position still holds the init operand where it is: the
+    position toggles within one slot, and nothing moves between rounds on any path."""
 
     def nested(x, counts):
         def outer(carry, count):
@@ -202,9 +206,13 @@ def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it
         result = lax.scan(outer, kept, counts)[0]
         return result, kept - result
 
-    args = jnp.arange(4.0), jnp.array([2, 0, 1, 0])
+    args = jnp.arange(4.0), jnp.array(counts)
     planned = check_program(nested, *args, mode=mode)
     assert planned.last_run.copied_bytes == 0
+    inside = planned.plan(*args, include_outputs=True)
+    assert inside.check().copies == ()
+    outer_loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    assert outer_loop.attributes["mem.views"].data[-1].repeat == 1  # a toggle within one slot
     _, plan, _, _ = planned_rows(nested, *args)
     ((outer, carries),) = plan.carries.items()
     body = plan.regions[outer][1][1]

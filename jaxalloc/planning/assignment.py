@@ -102,6 +102,8 @@ class BlockPlan:
     kept_until: dict[SSAValue, int] = field(default_factory=dict)
     """For buffer representatives that later values may view (phis, zero-round loop results): the
     end of the last such view."""
+    viewers: dict[SSAValue, set[SSAValue]] = field(default_factory=dict)
+    """For the same representatives: the values that may be views of them."""
     may_be: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
     """Values that are always one of other values, read in place (a loop result that only passes
     values on): those values."""
@@ -157,9 +159,9 @@ class _BlockPlanner:
     """Plans one block: merges values into buffers, recurses into regions, allocates."""
 
     def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
-                 ring_holders: frozenset = frozenset(), donated: set = frozenset()):
+                 ring_holders: frozenset = frozenset(), donated: set = frozenset(), unsettled: frozenset = frozenset()):
         self.block, self.options, self.ring_holders, self.donated = block, options, ring_holders, donated
-        self.outside, self.dictated, self.foldable = outside, dictated, foldable
+        self.outside, self.dictated, self.foldable, self.unsettled = outside, dictated, foldable, unsettled
         self.ops = list(block.ops)
         self.live = block_liveness(block)
         self.position = {v: i for i, v in enumerate(self.live.values)}
@@ -203,10 +205,6 @@ class _BlockPlanner:
                     found.add(later)
                     pending.append(self.merge.find(later))
         return found
-
-    def kept_until(self, root: SSAValue) -> int:
-        """The end of the longest-lived value that may be a view of `root`'s buffer."""
-        return max((self.end_of(v) for v in self.viewers(root)), default=0)
 
     def dies_at(self, value: SSAValue, index: int, besides: SSAValue | None = None) -> bool:
         """Whether op `index` is the last to read `value`'s buffer, views of it included (but for
@@ -364,14 +362,17 @@ class _BlockPlanner:
                 longest[c] = (delay, p)
         init_roots = [self.merge.find(v) for v in op.inits]
         rounds = op.rounds.data if op.rounds is not None else None
-        eligible = set()  # a lone origin whose init operand dies here: that memory is its ring's slot 0
+        # a lone origin whose init operand dies here: that memory is its ring's slot 0 (an enclosing
+        # loop's carried value only where every round finds it there, not `unsettled`)
+        eligible = set()
         for c, (delay, _) in longest.items():
             init, root = op.inits[c], init_roots[c]
             group = self.members.get(root, [root])
             if (delay == 1 and readers[c, 1] == [c] and not self.external(init) and self.dies_at(init, index)
                     and init_roots.count(root) == 1 and not self.read_inside(op, root)
                     and not any(m in self.no_fold for m in group)
-                    and (root in self.foldable or not any(m in self.dictated for m in group))):
+                    and ((root in self.foldable and root not in self.unsettled)
+                         or not any(m in self.dictated for m in group))):
                 eligible.add(c)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
         aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
@@ -380,9 +381,13 @@ class _BlockPlanner:
         # to the ring slot instead.
         foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
         lone = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1 and readers[c, 1] == [c])
+        # carried values that round 0 finds where an init operand is, outside their ring in the arena
+        unsettled = frozenset(
+            args[p] for c, (_, p) in longest.items() if c not in eligible and not self.external(results[c]))
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
-            body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, lone)
+            body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, lone,
+                                    unsettled=unsettled)
             toggles = _toggles(body, body_plan, longest, readers, results)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             # a toggle ring of one slot: the next value computed where the current one is, in place
@@ -531,7 +536,11 @@ class _BlockPlanner:
             self.plan.roots[value] = root
             self.plan.lifetimes[value] = (start, end)
             groups.setdefault(root, []).append(value)
-        until = self.plan.kept_until = {root: self.kept_until(root) for root in {self.merge.find(v) for v, _ in self.keep_alive}}
+        viewed = {self.merge.find(v) for v, _ in self.keep_alive}
+        self.plan.viewers = {root: self.viewers(root) for root in viewed}
+        # the end of the longest-lived value that may be a view of each
+        until = self.plan.kept_until = {root: max((self.end_of(v) for v in self.plan.viewers[root]), default=0)
+                                        for root in viewed}
         keys, sizes, starts, ends, repeats = [], [], [], [], []
         for root, values in groups.items():
             if self.external(root):
@@ -580,8 +589,9 @@ class _BlockPlanner:
 
 
 def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
-                ring_holders: frozenset = frozenset(), donated: set = frozenset()) -> BlockPlan:
-    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated).run()
+                ring_holders: frozenset = frozenset(), donated: set = frozenset(),
+                unsettled: frozenset = frozenset()) -> BlockPlan:
+    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated, unsettled).run()
 
 
 @dataclass(frozen=True)
@@ -656,12 +666,18 @@ def _ring_starts_in(loop: jx.WhileOp, of_x: set, plan: BlockPlan, result: SSAVal
         v in of_x for region in loop.regions for inner in region.walk() for v in inner.operands)
 
 
-def _dies_before(plan: BlockPlan, x: BlockArgument, root_y: SSAValue) -> bool:
-    """Whether carried value `x` is dead before the buffer of the next round's value is born."""
+def _dies_before(plan: BlockPlan, x: BlockArgument, root_y: SSAValue, besides: frozenset = frozenset(),
+                 read_there: bool = False) -> bool:
+    """Whether carried value `x` is dead before the buffer of the next round's value is born (its
+    views but `besides` included), or as the op that makes it reads `x` last, where `read_there`."""
     x_root = plan.roots.get(x, x)
-    x_end = max(plan.kept_until.get(x_root, 0), *(plan.lifetimes[v][1] for v, r in plan.roots.items() if r is x_root))
+    kept = plan.kept_until.get(x_root, 0)
+    if besides & plan.viewers.get(x_root, set()):
+        roots = {plan.roots.get(v, v) for v in plan.viewers[x_root] - besides}
+        kept = max((end for m, (_, end) in plan.lifetimes.items() if plan.roots.get(m) in roots), default=0)
+    x_end = max(kept, *(plan.lifetimes[v][1] for v, r in plan.roots.items() if r is x_root))
     y_start = min(plan.lifetimes[v][0] for v, r in plan.roots.items() if r is root_y)
-    return x_end <= y_start
+    return x_end <= y_start + read_there
 
 
 def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
@@ -685,22 +701,38 @@ def _carry_origins(args, yields, computed) -> dict[int, tuple[int, int]]:
 
 
 def _shares(plan: BlockPlan, arg: BlockArgument, value: SSAValue, result: SSAValue) -> bool:
-    """Whether each buffer computed into the next view of `result` (the next value `value`'s, and
-    any other placed there, as a loop result's value) is the carried value `arg`'s own, computed in
-    place, or is written after `arg`'s last read: then one slot holds the current and next value."""
-    into = {plan.roots.get(value)} | {
+    """Whether each buffer computed into the next view of `result` (`_into`) is the carried value
+    `arg`'s own, computed in place, or is written after `arg`'s last read: then one slot holds the
+    current and next value."""
+    return all(r is plan.roots.get(arg) or _dies_before(plan, arg, r) for r in _into(plan, value, result))
+
+
+def _into(plan: BlockPlan, value: SSAValue, result: SSAValue) -> set[SSAValue]:
+    """The buffers computed into the next view of `result`: the next value `value`'s, and any
+    other placed there (a loop result's)."""
+    return {plan.roots.get(value)} | {
         plan.roots[v] for v, r in plan.placed_in.items() if r is result and not isinstance(v, BlockArgument)
     }
-    return all(r is plan.roots.get(arg) or _dies_before(plan, arg, r) for r in into)
 
 
 def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, result: SSAValue) -> bool:
     """Whether a toggle ring needs one slot alone: the next value is computed where the current
-    one is (`_shares`), and no inner loop's ring lies in the next view (its first round reads the
-    current value in place, which has to be outside the slots it writes)."""
-    inner_ring = any(r is result and isinstance(v.owner, jx.WhileOp) for v, r in plan.placed_in.items()
-                     if not isinstance(v, BlockArgument))
-    return not inner_ring and _shares(plan, arg, value, result)
+    one is (`_shares`). An inner loop's ring in the next view must be one slot whose first round
+    reads the current value there and nothing else reads it (`_ring_starts_in`): its rounds then
+    compute in place from the current value, and its results, which may be the current value (no
+    round run), lie in this same slot, where they keep nothing else alive."""
+    loops = {v.owner for v, r in plan.placed_in.items()
+             if r is result and not isinstance(v, BlockArgument) and isinstance(v.owner, jx.WhileOp)}
+    if not loops:
+        return _shares(plan, arg, value, result)
+    root = plan.roots.get(arg, arg)
+    of_arg = {arg} | {v for v, r in plan.roots.items() if r is root}
+    if result in plan.placed_rings or not all(_ring_starts_in(loop, of_arg, plan, result) for loop in loops):
+        return False
+    results = frozenset(r for loop in loops for r in loop.results)
+    rings = {plan.roots.get(r, r) for r in results if plan.placed_in.get(r) is result}
+    return all(r is root or _dies_before(plan, arg, r, results, read_there=r in rings)
+               for r in _into(plan, value, result))
 
 
 def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results) -> dict[int, set[SSAValue]]:
