@@ -299,3 +299,22 @@ def test_a_branch_handing_back_its_operand_makes_the_result_a_view_not_a_copy():
         for p in (True, False):
             check_program(pick, p, jnp.linspace(-1.0, 1.0, 64 * 64).reshape(64, 64), mode=mode)
     assert "mem.phi = [array<i64: 1>]" in str(jaxalloc.planned(pick).plan(True, jnp.ones((64, 64))).module)
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_value_a_branch_yields_twice_is_computed_into_the_result_the_loop_yields(mode):
+    """Each branch yields one value as both case results; the body reads the first and yields the
+    second. The value is computed into the second's memory, the next round's view, and the first
+    views it there: nothing moves into the ring (random program 4012 copied every round)."""
+
+    def twice(x):
+        def body(i, carry):
+            c, total = carry
+            a, b = lax.cond(i > 1, lambda v: (v * 0.5 + 0.25,) * 2, lambda v: (jnp.sin(v),) * 2, c)
+            return b, total + a
+
+        return lax.fori_loop(0, 5, body, (x, x))
+
+    planned = check_program(twice, jnp.arange(4.0), mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    assert planned.plan(jnp.arange(4.0), include_outputs=True).check().copies == ()

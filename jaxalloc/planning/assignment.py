@@ -284,7 +284,10 @@ class _BlockPlanner:
         for b, branch in enumerate(op.branches):
             block = branch.block
             placed: dict[SSAValue, SSAValue] = {}
-            for k, (value, result) in enumerate(zip(block.last_op.operands, op.res)):
+            # a value yielded twice is computed into the memory of a result placed in a parent's
+            # (a next round's view) where there is one, and the other result views it
+            for k in sorted(range(len(op.res)), key=lambda k: op.res[k] not in self.dictated):
+                value, result = block.last_op.operands[k], op.res[k]
                 if value in placed:  # yielded twice: a view of the result the branch computes it into
                     viewed[k][b] = {None}
                     self.keep_alive.append((placed[value], result))
