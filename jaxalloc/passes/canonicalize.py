@@ -42,6 +42,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import Binding, BindTable, const_op, const_text, printable_params
 from jaxalloc.frontend.types import dtype_of
 from jaxalloc.passes.dead_code import DeadCodePass
+from jaxalloc.planning.liveness import defined_in
 
 UNREADABLE = object()
 """A parameter whose printed form does not parse back (IR read from text): no rewrite uses it."""
@@ -514,6 +515,25 @@ class LoopInvariantResult(RewritePattern):
                 rewriter.replace_all_uses_with(result, init)
 
 
+@dataclass
+class CaseInvariantResult(RewritePattern):
+    """A case result that every branch yields as one value from outside the case is that value,
+    whichever branch runs: its readers read it. Kept, it is a second value that is always the first,
+    which a loop yielding it has to move into its ring (random program 3991)."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, jx.CaseOp):
+            return
+        for k, result in enumerate(op.res):
+            values = {branch.block.last_op.operands[k] for branch in op.branches}
+            if len(values) == 1 and result.uses:
+                (value,) = values
+                if not any(defined_in(value, branch.block) for branch in op.branches):
+                    rewriter.replace_all_uses_with(result, value)
+
+
 MARKERS = frozenset({"nonbatchable", "nondifferentiable_backward", "nontraceable", "select_if_vmap"})
 """Equinox's primitives that only matter to `vmap` or `grad`: outside them each is its operand (the
 first after `select_if_vmap`'s predicate), and XLA sees them as that (`mlir.lower_fun` of the impl)."""
@@ -580,6 +600,7 @@ PATTERNS = (
     DropIdentities,
     DropTransformMarkers,
     LoopInvariantResult,
+    CaseInvariantResult,
 )
 """Every rewrite of `jx-canonicalize`, tried in this order on each op."""
 
