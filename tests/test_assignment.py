@@ -318,3 +318,25 @@ def test_a_value_a_branch_yields_twice_is_computed_into_the_result_the_loop_yiel
     planned = check_program(twice, jnp.arange(4.0), mode=mode)
     assert planned.last_run.copied_bytes == 0
     assert planned.plan(jnp.arange(4.0), include_outputs=True).check().copies == ()
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_case_that_hands_back_the_carry_or_views_a_value_of_the_body_toggles(mode):
+    """One branch hands the carried value back, the other a reshape (a view) of a slice the body
+    computes before the case: the slice is computed into the case result's memory, the next round's
+    view, and the position toggles, its value staying where it is when the first branch runs. The
+    case result viewed the body's own memory, which the loop copied into its ring every round
+    (random program 7338)."""
+
+    def pick(v, xs):
+        def body(c, x):
+            part = v[::2] / (1.0 + jnp.abs(c))
+            out = lax.cond(jnp.sum(x > 0.0) > 1, lambda: part.reshape(()), lambda: c)
+            return out, out
+
+        return lax.scan(body, jnp.float32(0.5), xs)
+
+    args = jnp.array([1.0, -2.0]), jnp.array([[1.0, 2.0, -1.0], [-1.0, -2.0, 1.0], [3.0, 1.0, 1.0]])
+    planned = check_program(pick, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    assert planned.plan(*args, include_outputs=True).check().copies == ()

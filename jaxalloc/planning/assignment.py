@@ -333,6 +333,12 @@ class _BlockPlanner:
         result = op.res[k]
         yields = [branch.block.last_op.operands[k] for branch in op.branches]
         handed = set().union(*viewed.values())
+        # beside one other value, the carried value of the position whose next view the result is:
+        # where a branch hands that back, the position toggles (`_toggles`), its value staying put
+        parent = self.dictated.get(result)
+        carried = {v for v in handed if parent is not None and self.carried_into(v, parent)}
+        if len(handed - carried) == 1:
+            handed -= carried
         if len(handed) != 1 or None in handed:
             return
         (x,) = handed
@@ -775,6 +781,9 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
     plan = next((p for b, p in reversed(scopes) if defined_in(value, b)), scopes[0][1])
     if not _inside(root := plan.roots.get(value, value), body):  # a view of a value from outside
         return {root}
+    if root is not value and not _computed_in(root, scopes[-1][0]) and _computed_in(root, body):
+        # a branch's view of a value of an enclosing block of the body: where that value is
+        return _view_sources(root, arg, scopes, body, into, top)
     if value in plan.may_be:
         parts = [_view_sources(v, arg, scopes, body, into, False) for v in plan.may_be[value]]
     elif isinstance(value.owner, jx.WhileOp) and plan.placed_in.get(value) in into:
