@@ -397,6 +397,14 @@ class _BlockPlanner:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, lone,
                                     unsettled=unsettled)
+            # an unsettled value whose next value is not then in its next view would be copied there
+            # every round: its inner rings start in its slot instead, copying only where round 0 finds
+            # the init operand elsewhere and an inner loop runs no round
+            stray = {args[p] for c, (_, p) in longest.items()
+                     if args[p] in unsettled and body_plan.placed_in.get(yields[c]) is not results[c]}
+            if stray:
+                unsettled -= stray
+                continue
             toggles = _toggles(body, body_plan, longest, readers, results)
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             # a toggle ring of one slot: the next value computed where the current one is, in place
