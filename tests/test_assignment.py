@@ -322,9 +322,10 @@ def test_a_value_a_branch_yields_twice_is_computed_into_the_result_the_loop_yiel
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_a_case_that_hands_back_the_carry_or_views_a_value_of_the_body_toggles(mode):
-    """One branch hands the carried value back, the other a reshape (a view) of a slice the body
-    computes before the case: the slice is computed into the case result's memory, the next round's
-    view, and the position toggles, its value staying where it is when the first branch runs. The
+    """One branch hands the carried value back, the other a reshape (a view) of a value the body
+    computes before the case: that value is computed into the case result's memory, the next
+    round's view, and the position toggles, its value staying where it is when the first branch
+    runs (two slots). The
     case result viewed the body's own memory, which the loop copied into its ring every round
     (random program 7338)."""
 
