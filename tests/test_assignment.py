@@ -221,6 +221,38 @@ def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("lender, slots", [("fresh", 2), ("reads the borrower", 3)])
+@pytest.mark.parametrize("borrower", ["inner loop", "case"])
+def test_a_position_handed_another_ones_carried_value_reads_it_in_that_ones_ring(borrower, lender, slots, mode):
+    """`a`'s next value may be `b`'s carried value: an inner loop that runs no round hands back its
+    init operand `b`, or a branch hands `b` on. `a` toggles, reading that value where it lies, and
+    `b`'s ring keeps each value a round longer: two slots where `b`'s next value is born after `a`'s
+    last read, three where it is computed from `a`. Nothing moves between rounds (48-80 bytes a
+    call were copied into `a`'s slot before)."""
+
+    def fn(x, steps):
+        def outer(carry, step):
+            a, b = carry
+            if borrower == "inner loop":
+                a_next = lax.fori_loop(0, step, lambda _, c: jnp.log1p(jnp.abs(c)), b)
+            else:
+                a_next = lax.cond(step > 1, lambda: b, lambda: jnp.sin(a))
+            b_next = jnp.cos(b) * jnp.sum(a) if lender == "fresh" else jnp.tanh(a)
+            return (a_next, b_next), None
+
+        return lax.scan(outer, (x, x * 2.0), steps)[0]
+
+    args = jnp.arange(4.0), jnp.array([2, 0, 1, 0, 3])
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    inside = planned.plan(*args, include_outputs=True)
+    assert inside.check().copies == ()
+    outer_loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    _, a_views, b_views = outer_loop.attributes["mem.views"].data
+    assert a_views.toggles and a_views.repeat == 2 and b_views.repeat == slots
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_a_case_that_hands_back_its_operand_or_computes_it_in_place_keeps_it_in_one_slot(mode):
     """Each conditional either hands the carried value back (a phi) or computes the next value from
     it elementwise. The case result takes the carry's memory, computed in place where a branch

@@ -31,6 +31,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   positions is in one ring for all of them. A position handed a value the body does not compute
   (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.passed`):
   those values keep their bytes while the loop runs, and are kept alive as long as its result.
+  A lone position whose next value may be another lone position's carried value (an inner loop
+  that runs no round hands back its init operand, a branch hands it on) toggles, reading it where
+  it lies: the other position lends it, keeping each value in its ring a round longer (two slots
+  where its next value is born after the borrower's last read, else three).
 
 Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
 function's block from the start to the last use, which values may be computed into in place.
@@ -159,9 +163,11 @@ class _BlockPlanner:
     """Plans one block: merges values into buffers, recurses into regions, allocates."""
 
     def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
-                 ring_holders: frozenset = frozenset(), donated: set = frozenset(), unsettled: frozenset = frozenset()):
+                 ring_holders: frozenset = frozenset(), donated: set = frozenset(), unsettled: frozenset = frozenset(),
+                 lent: frozenset = frozenset()):
         self.block, self.options, self.ring_holders, self.donated = block, options, ring_holders, donated
         self.outside, self.dictated, self.foldable, self.unsettled = outside, dictated, foldable, unsettled
+        self.lent = lent  # carried values of this body that may be another position's next value (`loop`)
         self.ops = list(block.ops)
         self.live = block_liveness(block)
         self.position = {v: i for i, v in enumerate(self.live.values)}
@@ -393,10 +399,13 @@ class _BlockPlanner:
         # carried values that round 0 finds where an init operand is, outside their ring in the arena
         unsettled = frozenset(
             args[p] for c, (_, p) in longest.items() if c not in eligible and not self.external(results[c]))
+        # carried values of lone positions that another position's next value may be (an inner loop
+        # that runs no round hands back its init operand): kept in their slot a round longer
+        lent = frozenset(args[c] for c, (delay, _) in longest.items() if delay == 1 and readers[c, 1] == [c])
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, lone,
-                                    unsettled=unsettled)
+                                    unsettled=unsettled, lent=lent)
             # an unsettled value whose next value is not then in its next view would be copied there
             # every round: its inner rings start in its slot instead, copying only where round 0 finds
             # the init operand elsewhere and an inner loop runs no round
@@ -405,8 +414,19 @@ class _BlockPlanner:
             if stray:
                 unsettled -= stray
                 continue
-            toggles = _toggles(body, body_plan, longest, readers, results)
+            toggles = _toggles(body, body_plan, longest, readers, results, lent)
+            # a position may keep the value it lends one round longer, where it toggles not itself and the
+            # borrower never hands its value back (which would then stay in the lender's slot)
+            refused = {a for c, sources in toggles.items() for a in sources & lent - {args[c]}
+                       if args[c] in sources or args.index(a) in toggles}
+            if refused:
+                lent -= refused
+                continue
+            lenders = {args.index(a): [c for c, sources in toggles.items() if a in sources and a is not args[c]]
+                       for a in lent}
+            lenders = {q: borrowers for q, borrowers in lenders.items() if borrowers}
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
+            wrong |= {args[q] for q in lenders}  # never computed in place of the value it lends
             # a toggle ring of one slot: the next value computed where the current one is, in place
             # or after its last read; else of two, the next value never computed into the current's
             one_slot = {c for c in toggles if _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
@@ -419,6 +439,9 @@ class _BlockPlanner:
         for c, (delay, p) in longest.items():
             if c in toggles:
                 repeat[c] = 1 if c in one_slot else 2
+            elif c in lenders:  # the lent value is its slot's until the borrower reads it for the last time
+                repeat[c] = 2 if all(_dies_before(body_plan, args[k], r) for k in lenders[c]
+                                     for r in _into(body_plan, yields[c], results[c])) else 3
             else:
                 repeat[c] = delay if _shares(body_plan, args[p], yields[c], results[c]) else delay + 1
             inner = body_plan.placed_rings.get(results[c], 1)  # each slot holds an inner loop's ring
@@ -437,7 +460,13 @@ class _BlockPlanner:
                 initial = () if k in eligible else _chain(k, delay, args, yields)
                 carries.append(Carry(repeat[c], initial, passed=k in toggles))
                 if k in toggles:  # the result may be a value from outside the loop a branch handed back
-                    self.keep_alive.extend((v, results[k]) for v in toggles[k] - {args[k]})
+                    for v in toggles[k] - {args[k]}:
+                        if v in lent:  # or another position's value, in its ring or its init operand
+                            q = args.index(v)
+                            self.keep_alive.extend((u, results[k]) for u in (
+                                results[q], *([] if q in eligible else [op.inits[q]])))
+                        else:
+                            self.keep_alive.append((v, results[k]))
                     self.no_fold.add(results[k])
                     if args[k] in toggles[k]:  # or the carried value handed back: after any rounds, the init operand
                         self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
@@ -500,8 +529,8 @@ class _BlockPlanner:
                     return False
                 carry = self.plan.carries[loop][loop.results.index(v)]
                 inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
-                if carry.passed or not all(
-                        self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i) for i in inits):
+                if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent)
+                                           or self.handed_in(i) or i in self.lent for i in inits):
                     return False
         return True
 
@@ -607,8 +636,9 @@ class _BlockPlanner:
 
 def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
                 ring_holders: frozenset = frozenset(), donated: set = frozenset(),
-                unsettled: frozenset = frozenset()) -> BlockPlan:
-    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated, unsettled).run()
+                unsettled: frozenset = frozenset(), lent: frozenset = frozenset()) -> BlockPlan:
+    return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated, unsettled,
+                         lent).run()
 
 
 @dataclass(frozen=True)
@@ -752,7 +782,8 @@ def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, resul
                for r in _into(plan, value, result))
 
 
-def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results) -> dict[int, set[SSAValue]]:
+def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results,
+             lent: frozenset = frozenset()) -> dict[int, set[SSAValue]]:
     """The lone positions whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not (or keep to one,
@@ -761,13 +792,16 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
 
     An inner ring holding the values of several positions lies in one position's next view: the
     others read their values in that ring too, so they toggle where that position does (never moved
-    into a slot of their own, it is never moved over their values) and are otherwise moved out of it."""
+    into a slot of their own, it is never moved over their values) and are otherwise moved out of it.
+    A position that may be handed another position's carried value toggles where that one is `lent`."""
     args, yields = body.args, body.last_op.operands
     found = {}
     for c, (delay, _) in longest.items():
         if delay == 1 and readers[c, 1] == [c]:
             into = frozenset({plan.placed_in[yields[c]]} if yields[c] in plan.placed_in else ())
             sources = _view_sources(yields[c], args[c], ((body, plan),), body, into)
+            if sources is not None and any(v in args and v is not args[c] and v not in lent for v in sources):
+                sources = None
             holder = plan.placed_in.get(yields[c], results[c])
             if sources is not None and (sources or holder in plan.placed_rings):
                 found[c] = sources, holder
@@ -779,13 +813,13 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
                   into: frozenset[SSAValue], top: bool = True):
     """The values the yield `value` may be a view of where it is not computed into its next view
     (the memory of `into`: the value placed there, and the case results in it whose branches are
-    looked into): `arg` itself, values from outside the loop `body` (empty: none). None
-    where it may be a view of anything else (the body's own memory, another position's). `scopes`:
+    looked into): `arg` itself, values from outside the loop `body`, another position's carried
+    value (empty: none). None where it may be a view of anything else (the body's own memory). `scopes`:
     the blocks from `body` down to the one that yields `value`, each with its plan; a value is
     looked up in the plan of the block that defines it (a branch may hand on a value of an
     enclosing block)."""
-    if value is arg or not _computed_in(value, body):
-        return {value}
+    if value is arg or not _computed_in(value, body) or value in body.args:
+        return {value}  # (another position's carried value: `loop` tells whether it stays put)
     plan = next((p for b, p in reversed(scopes) if defined_in(value, b)), scopes[0][1])
     if not _inside(root := plan.roots.get(value, value), body):  # a view of a value from outside
         return {root}
