@@ -19,6 +19,10 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   the slot its current value is not in (a slot may hold an inner loop's ring, the value anywhere in it).
   With one slot, the next value is computed into that slot, where the current one may be: the body
   computes it in place or after the current value's last read.
+- `#mem.views<initial = [1], yielded, slots = [#mem.slot<...>, ...], holds = [2]>`: a toggle ring
+  whose slots may also hold the current values of other positions (2: one the body hands this
+  position's value on to, whose value this position's next one may be): the next value goes into
+  the first slot that none of these current values is in, so one slot more than positions held.
 - `#mem.views<initial = [0], slots = [#mem.next<1>, #mem.next<1>]>`: a loop inside a loop body whose
   ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
   inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.
@@ -113,9 +117,17 @@ class ViewsAttr(ParametrizedAttribute):
     """A ring of slots, or one slot that is the enclosing loop's next view of one of its positions."""
     yielded: IntAttr
     """1 where the rounds after `initial` read what the body yielded in place (with slots: a toggle ring)."""
+    holds: ArrayAttr[IntAttr]
+    """The other positions whose current values a toggle ring's slots may hold."""
 
-    def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr | NextAttr], yielded: bool = False):
-        super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
+    def __init__(self, initial: Sequence[int], slots: Sequence[SlotAttr | NextAttr], yielded: bool = False,
+                 holds: Sequence[int] = ()):
+        super().__init__(ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)),
+                         ArrayAttr(IntAttr(i) for i in holds))
+
+    @property
+    def held(self) -> tuple[int, ...]:
+        return tuple(i.data for i in self.holds.data)
 
     @property
     def repeat(self) -> int:
@@ -138,12 +150,14 @@ class ViewsAttr(ParametrizedAttribute):
     def toggles(self) -> bool:
         return bool(self.yielded.data and self.slots.data)
 
-    def toggle(self, current: int | None) -> SlotAttr:
-        """Where a toggle ring's next value goes: the slot the current value (at arena offset
-        `current`, None outside the arena) is not in; a ring of one slot, that slot (the next
-        value may be computed where the current one is, in place)."""
-        first, second = (*self.slots.data, *self.slots.data)[:2]
-        return second if current is not None and first.offset.data <= current < first.end else first
+    def toggle(self, current: int | None, *held: int | None) -> SlotAttr:
+        """Where a toggle ring's next value goes: the first slot that neither the current value (at
+        arena offset `current`, None outside the arena) nor those of the positions it `holds` are
+        in; a ring of one slot, that slot (the next value may be computed where the current one
+        is, in place)."""
+        taken = [at for at in (current, *held) if at is not None]
+        return next((s for s in self.slots.data if not any(s.offset.data <= at < s.end for at in taken)),
+                    self.slots.data[0])
 
     def within(self, next_views) -> ViewsAttr:
         """These views in one round of the enclosing loop: a ring in its next view of a position
@@ -163,8 +177,10 @@ class ViewsAttr(ParametrizedAttribute):
             raise VerifyException("a ring in the enclosing loop's next view has #mem.next slots of one position only")
         if len({s.size.data for s in self.slots.data if isinstance(s, SlotAttr)}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
-        if self.yielded.data and len(self.slots) > 2:
-            raise VerifyException("a #mem.views reading the yielded value has no slots or a toggle ring of one or two")
+        if self.yielded.data and len(self.slots) > 2 + len(self.holds):
+            raise VerifyException("a toggle ring has one or two slots, and one more for each position it holds")
+        if self.holds.data and not (self.yielded.data and self.slots.data):
+            raise VerifyException("only a toggle ring holds other positions' values")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -180,9 +196,17 @@ class ViewsAttr(ParametrizedAttribute):
                 parser.parse_keyword("slots")
                 parser.parse_punctuation("=")
                 slots = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute)
+            holds = []
+            if parser.parse_optional_punctuation(",") is not None:
+                parser.parse_keyword("holds")
+                parser.parse_punctuation("=")
+                holds = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False, allow_negative=False)
+                )
         if not all(isinstance(s, SlotAttr | NextAttr) for s in slots):
             parser.raise_error("the slots of #mem.views must be #mem.slot or #mem.next attributes")
-        return (ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)))
+        return (ArrayAttr(IntAttr(i) for i in initial), ArrayAttr(slots), IntAttr(int(yielded)),
+                ArrayAttr(IntAttr(i) for i in holds))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string("<initial = [")
@@ -192,6 +216,9 @@ class ViewsAttr(ParametrizedAttribute):
             return
         printer.print_string("], yielded, slots = [" if self.yielded.data else "], slots = [")
         printer.print_list(self.slots.data, printer.print_attribute)
+        if self.holds.data:
+            printer.print_string("], holds = [")
+            printer.print_list(self.holds.data, lambda i: printer.print_int(i.data))
         printer.print_string("]>")
 
 

@@ -253,6 +253,38 @@ def test_a_position_handed_another_ones_carried_value_reads_it_in_that_ones_ring
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("length", [2, 3])
+@pytest.mark.parametrize("hands", ["the oldest value", "its own value"])
+def test_a_rotation_whose_computed_value_may_be_one_it_holds_toggles_among_its_values(hands, length, mode):
+    """`a`'s next value is computed, or handed back by a branch: the oldest value of the rotation
+    (which `a` held `length - 1` rounds ago) or `a` itself, while the rotation passes `a` on. Each
+    position then reads its value where it lies, and `a`'s next value goes into the first of
+    `length + 1` slots that no position's current value is in (a ring rotating by the round
+    copied it into its slot, 64 bytes a call)."""
+
+    def fn(x, flags):
+        def body(carry, flag):
+            a, *older = carry
+            if hands == "the oldest value":
+                a_next = lax.cond(flag, lambda v: v, lambda v: -v, older[-1])
+            else:
+                a_next = lax.cond(flag, lambda: a, lambda: jnp.sin(older[-1]))
+            return (a_next, a, *older[:-1]), None
+
+        return lax.scan(body, tuple(x * k for k in range(1, length + 1)), flags)[0]
+
+    args = jnp.arange(4.0), jnp.array([True, False, True, True, False, False, True])
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    inside = planned.plan(*args, include_outputs=True)
+    assert inside.check().copies == ()
+    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    _, a_views, *passed = loop.attributes["mem.views"].data
+    assert a_views.toggles and a_views.repeat == length + 1 and a_views.held == tuple(range(2, length + 1))
+    assert all(v.yielded.data and not v.slots.data for v in passed)
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_a_case_that_hands_back_its_operand_or_computes_it_in_place_keeps_it_in_one_slot(mode):
     """Each conditional either hands the carried value back (a phi) or computes the next value from
     it elementwise. The case result takes the carry's memory, computed in place where a branch

@@ -52,8 +52,26 @@ def test_a_toggle_ring_computes_into_the_slot_the_current_value_is_not_in():
     assert views.toggle(None) == a and views.toggle(512) == a and views.toggle(0) == b and views.toggle(64) == a
     one = ViewsAttr([0], [a], yielded=True)  # the next value computed where the current one is
     assert one.toggles and one.toggle(None) == a and one.toggle(0) == a and one.toggle(512) == a
-    with pytest.raises(VerifyException, match="toggle ring of one or two"):
+    with pytest.raises(VerifyException, match="one or two slots, and one more for each position it holds"):
         ViewsAttr([0], [a, b, SlotAttr(128, 64)], yielded=True)
+
+
+def test_a_toggle_ring_that_holds_another_positions_value_computes_into_a_slot_neither_is_in():
+    a, b, c = SlotAttr(0, 64), SlotAttr(64, 64), SlotAttr(128, 64)
+    views = ViewsAttr([1], [a, b, c], yielded=True, holds=[2])
+    assert views.held == (2,)
+    assert views.toggle(None, None) == a and views.toggle(0, None) == b and views.toggle(None, 64) == a
+    assert views.toggle(0, 64) == c and views.toggle(64, 0) == c and views.toggle(128, 0) == b
+    assert views.toggle(0, 0) == b and views.toggle(512, 128) == a
+    text = "#mem.views<initial = [1], yielded, slots = [#mem.slot<offset = 0, size = 64>, " \
+           "#mem.slot<offset = 64, size = 64>, #mem.slot<offset = 128, size = 64>], holds = [2]>"
+    ctx = Context()
+    ctx.load_dialect(MEM)
+    assert str(views) == text and Parser(ctx, text).parse_attribute() == views
+    with pytest.raises(VerifyException, match="one more for each position it holds"):
+        ViewsAttr([0], [a, b, c, SlotAttr(192, 64)], yielded=True, holds=[2])
+    with pytest.raises(VerifyException, match="only a toggle ring holds"):
+        ViewsAttr([0], [a], holds=[2])
 
 
 def test_a_ring_in_the_enclosing_loops_next_view_is_that_views_slot_in_each_round():

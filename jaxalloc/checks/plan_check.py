@@ -26,6 +26,7 @@ the walk starts, as a call writes it, and checked at every read like any other v
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -543,7 +544,10 @@ class _Walk:
             next_views = []
             for k, (view, at) in enumerate(zip(views, following)):
                 if view.toggles:
-                    state[k], toggled = self.toggled(view, state[k])
+                    held = (k, *view.held)
+                    bound, toggled = self.toggled(view, [state[j] for j in held])
+                    for j, located in zip(held, bound):
+                        state[j] = located
                     next_views.append(toggled)
                 else:
                     next_views.append(at if isinstance(at, SlotAttr) else None)
@@ -591,26 +595,31 @@ class _Walk:
     def at(self, slot: SlotAttr | None) -> list[tuple[SlotAttr, Guard]] | None:
         return None if slot is None else [(slot, self.guard)]
 
-    def toggled(self, view: ViewsAttr, located: _Located) -> tuple[_Located, list[tuple[SlotAttr, Guard]]]:
-        """Where a toggle ring's next value goes: the slot its current value is not in. Which slot
+    def toggled(self, view: ViewsAttr, held: list[_Located]) -> tuple[list[_Located], list[tuple[SlotAttr, Guard]]]:
+        """Where a toggle ring's next value goes: the first slot that neither its current value nor
+        the values of the positions it holds (`held`, the current value first) are in. Which slot
         that is depends on the paths (each round a branch computes the next value or hands the
         current one back), and told apart by the branches and exit rounds that lead there, the
-        paths multiplied round after round. So the place of the current value is a region of its
-        own (its paths: the places, an offset or None outside the arena), and the value `located`
-        is returned bound to it: each of its instances on the paths where it is in its place. The
-        next value goes to one slot on the paths of the places it toggles from there."""
+        paths multiplied round after round. So the places of these values are a region of its
+        own (its paths: the places, each an offset or None outside the arena, one per value), and
+        the values are returned bound to it: each of their instances on the paths where the value
+        is in its place. The next value goes to one slot on the paths of the places it toggles from
+        there."""
         self._regions += 1
         region = self._regions
+        combos = list(itertools.product(*({at for at, _ in located.places(self.guard)} for located in held)))
 
-        def there(places) -> Guard:
-            return ((region, frozenset(places)),)
+        def there(j: int, place) -> Guard:
+            return ((region, frozenset(c for c in combos if c[j] == place)),)
 
-        bound = _Located(located.tokens, frozenset((i, _both(g, there((i.start,)))) for i, g in located.instances),
-                         frozenset(_both(g, there((None,))) for g in located.away))
+        bound = [_Located(located.tokens,
+                          frozenset((i, _both(g, there(j, i.start))) for i, g in located.instances),
+                          frozenset(_both(g, there(j, None)) for g in located.away))
+                 for j, located in enumerate(held)]
         targets: dict[SlotAttr, set] = {}
-        for at in {at for at, _ in located.places(self.guard)}:
-            targets.setdefault(view.toggle(at), set()).add(at)
-        return bound, [(slot, _both(self.guard, there(at))) for slot, at in targets.items()]
+        for combo in combos:
+            targets.setdefault(view.toggle(*combo), set()).add(combo)
+        return bound, [(slot, _both(self.guard, ((region, frozenset(at)),))) for slot, at in targets.items()]
 
     def same_value(self, op: jx.WhileOp, k: int, round_: int, read: _Located, carried: _Located) -> None:
         """A round that reads an init operand in place must be carrying that very value."""

@@ -82,6 +82,7 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import warnings
@@ -228,6 +229,8 @@ class _Ring:
     slots: tuple[Any, ...]
     size: int
     yielded: bool
+    held: tuple[int, ...] = ()
+    """A toggle ring's other positions whose values its slots may hold (`ViewsAttr.holds`)."""
 
     @property
     def toggles(self) -> bool:
@@ -276,21 +279,31 @@ class _Ring:
             kinds.add("at")  # a guess: widened where the body yields something else
         return kinds.pop() if len(kinds) == 1 else "either"
 
-    def toggle(self, current):
-        """A toggle ring's next slot: the one the current value is not in (of one, that one)."""
-        first, second = (*self.slots, *self.slots)[:2]
-        if isinstance(current, At | Either):
-            offset = current.offset
-            if isinstance(offset, int):
-                inside = first <= offset < first + self.size
-            else:
-                inside = lax.bitwise_and(lax.le(np.int32(first), offset), lax.lt(offset, np.int32(first + self.size)))
-            if isinstance(current, Either):
-                inside = inside & current.inside
-            if isinstance(inside, bool | np.bool_):
-                return second if inside else first
-            return lax.select(inside, np.int32(second), np.int32(first))
-        return first
+    def toggle(self, *values):
+        """A toggle ring's next slot: the first that none of `values` (the current value and those
+        of the positions it holds) is in; where every slot holds one, the first."""
+        choice = self.slots[0]
+        for slot in reversed(self.slots):  # each slot where it is free, else the choice after it
+            taken = [t for t in (self._in(value, slot) for value in values) if t is not False]
+            if not taken:
+                choice = slot
+            elif not any(t is True for t in taken):
+                busy = functools.reduce(lax.bitwise_or, taken)
+                choice = lax.select(busy, np.int32(choice) if isinstance(choice, int) else choice, np.int32(slot))
+        return choice
+
+    def _in(self, value, slot):
+        """Whether `value` lies in `slot` (False, True or a traced bool)."""
+        if not isinstance(value, At | Either):
+            return False
+        offset = value.offset
+        if isinstance(offset, int):
+            inside = slot <= offset < slot + self.size
+        else:
+            inside = lax.bitwise_and(lax.le(np.int32(slot), offset), lax.lt(offset, np.int32(slot + self.size)))
+        if isinstance(value, Either):
+            inside = inside & value.inside
+        return bool(inside) if isinstance(inside, bool | np.bool_) else inside
 
 
 @register_impls
@@ -829,7 +842,7 @@ class CompiledFunctions(ArenaFunctions):
         slots = views.slots.data
         if not any(isinstance(s, NextAttr) for s in slots):
             size = slots[0].size.data if slots else 0
-            return _Ring(initial, tuple(s.offset.data for s in slots), size, bool(views.yielded.data))
+            return _Ring(initial, tuple(s.offset.data for s in slots), size, bool(views.yielded.data), views.held)
         position = slots[0].position.data
         base = self._next[position]
         if base is None:
@@ -878,7 +891,8 @@ class CompiledFunctions(ArenaFunctions):
         """Run the body in (traced) round `round_`; where each value is in the next round."""
         outer = self._next, self._rings
         self._rings = rings
-        self._next = tuple(g.toggle(s) if g.toggles else g.slot(round_ + 1) for g, s in zip(rings, state))
+        self._next = tuple(g.toggle(s, *(state[j] for j in g.held)) if g.toggles else g.slot(round_ + 1)
+                           for g, s in zip(rings, state))
         try:
             yielded = self.run_block(interpreter, op.body.block, state)
             ring = [k for k, g in enumerate(rings) if g.slots and not g.yielded]

@@ -10,6 +10,7 @@ planned module inside one arena, every planned value at the place its `mem` attr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,7 +247,7 @@ class ArenaFunctions(JxFunctions):
         outer_next, outer_views = self._next, self._views
         try:
             while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
-                self._next, self._views = tuple(_next_place(v, round_ + 1, at) for v, at in zip(views, state)), views
+                self._next, self._views = tuple(_next_place(v, round_ + 1, state, k) for k, v in enumerate(views)), views
                 yielded = self.run_block(interpreter, op.body.block, state)
                 round_ += 1
                 self.arena.current, rounds[-1][1] = op, round_
@@ -343,11 +344,12 @@ def twice(block: Block, phis, branch: int, results: tuple) -> tuple[list[int], l
     return positions, values
 
 
-def _next_place(views: ViewsAttr, round_: int, current: Located) -> int | None:
-    """Where the body computes a carried position's value for round `round_`: that round's view, or
-    for a toggle ring the slot the current value is not in."""
+def _next_place(views: ViewsAttr, round_: int, state: Sequence[Located], k: int) -> int | None:
+    """Where the body computes carried position `k`'s value for round `round_`: that round's view,
+    or for a toggle ring the slot that neither its current value nor those it holds are in."""
     if views.toggles:
-        return views.toggle(current if isinstance(current, int) else None).offset.data
+        places = [state[j] if isinstance(state[j], int) else None for j in (k, *views.held)]
+        return views.toggle(*places).offset.data
     return _offset(views.view(round_))
 
 

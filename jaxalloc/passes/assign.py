@@ -180,7 +180,7 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
         ring = [] if carry.repeat == 0 else [
             SlotAttr(first.offset.data + i * first.size.data, first.size.data) for i in range(carry.repeat)
         ]
-        views.append(ViewsAttr(carry.initial, ring, carry.passed))
+        views.append(ViewsAttr(carry.initial, ring, carry.passed, carry.holds))
     op.attributes["mem.views"] = ArrayAttr(views)
 
 
