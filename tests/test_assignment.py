@@ -285,6 +285,33 @@ def test_a_rotation_whose_computed_value_may_be_one_it_holds_toggles_among_its_v
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("hands", ["a", "b"])
+def test_a_value_yielded_at_two_positions_that_may_be_either_ones_toggles_for_both(hands, mode):
+    """Both positions carry the value of one case, which may hand back either's carried value (the
+    same value but in the first round). The first position toggles between two slots, the next
+    value going where neither position's value is; the second reads the value where it lies (64
+    bytes copied a call before)."""
+
+    def fn(x, flags):
+        def body(carry, flag):
+            a, b = carry
+            v = lax.cond(flag, lambda: a if hands == "a" else b, lambda: jnp.sin(b) * a)
+            return (v, v), None
+
+        return lax.scan(body, (x, x * 2.0), flags)[0]
+
+    args = jnp.arange(4.0), jnp.array([True, False, True, True, False, False, True])
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    inside = planned.plan(*args, include_outputs=True)
+    assert inside.check().copies == ()
+    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    _, a_views, b_views = loop.attributes["mem.views"].data
+    assert a_views.toggles and a_views.repeat == 2 and a_views.held == (2,)
+    assert b_views.yielded.data and not b_views.slots.data
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_a_case_that_hands_back_its_operand_or_computes_it_in_place_keeps_it_in_one_slot(mode):
     """Each conditional either hands the carried value back (a phi) or computes the next value from
     it elementwise. The case result takes the carry's memory, computed in place where a branch

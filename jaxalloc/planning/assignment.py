@@ -377,9 +377,10 @@ class _BlockPlanner:
             readers.setdefault((c, delay), []).append(p)
             if delay > longest.get(c, (0, c))[0]:
                 longest[c] = (delay, p)
-        # a rotation: positions passing an origin's value on, one a round (`(c, d) -> (f(c, d), c)`)
-        chains = {c: [readers[c, t][0] for t in range(2, delay + 1)] for c, (delay, _) in longest.items()
-                  if delay > 1 and all(len(readers.get((c, t), ())) == 1 for t in range(1, delay + 1))}
+        # the other positions holding an origin's values: yielded there too, or passed on in a rotation
+        followers = {c: sorted(p for (o, _), group in readers.items() if o == c for p in group if p != c)
+                     for c in longest}
+        followers = {c: group for c, group in followers.items() if group}
         init_roots = [self.merge.find(v) for v in op.inits]
         rounds = op.rounds.data if op.rounds is not None else None
         # a lone origin whose init operand dies here: that memory is its ring's slot 0 (an enclosing
@@ -419,7 +420,7 @@ class _BlockPlanner:
             if stray:
                 unsettled -= stray
                 continue
-            toggles = _toggles(body, body_plan, longest, readers, results, lent, chains)
+            toggles = _toggles(body, body_plan, longest, results, lent, followers)
             # a position may keep the value it lends one round longer, where it toggles not itself and the
             # borrower never hands its value back (which would then stay in the lender's slot)
             refused = {a for c, sources in toggles.items() for a in sources & lent - {args[c]}
@@ -432,11 +433,11 @@ class _BlockPlanner:
             lenders = {q: borrowers for q, borrowers in lenders.items() if borrowers}
             wrong = {a for a, y in foldable.items() if not self._folds_only(body_plan, body, a, y)}
             wrong |= {args[q] for q in lenders}  # never computed in place of the value it lends
-            wrong |= {args[longest[c][1]] for c in toggles if c in chains}  # nor of its oldest value
+            wrong |= {args[longest[c][1]] for c in toggles if c in followers}  # nor into its oldest value
             # a toggle ring of one slot: the next value computed where the current one is, in place
             # or after its last read; else of two, the next value never computed into the current's
             one_slot = {c for c in toggles
-                        if c not in chains and _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
+                        if c not in followers and _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
             wrong |= {args[c] for c in toggles if c not in one_slot}
             if not wrong & foldable.keys():
                 break
@@ -445,7 +446,7 @@ class _BlockPlanner:
         repeat = {}
         for c, (delay, p) in longest.items():
             if c in toggles:  # a slot for the next value, beside the current ones of the rotation
-                repeat[c] = 1 if c in one_slot else 2 + len(chains.get(c, ()))
+                repeat[c] = 1 if c in one_slot else longest[c][0] + 1
             elif c in lenders:  # the lent value is its slot's until the borrower reads it for the last time
                 repeat[c] = 2 if all(_dies_before(body_plan, args[k], r) for k in lenders[c]
                                      for r in _into(body_plan, yields[c], results[c])) else 3
@@ -463,16 +464,16 @@ class _BlockPlanner:
                 carries.append(Carry(0, cycles[k]))
                 self.views_of(results[k], [op.inits[q] for q in cycles[k]])
             elif k in origins and origins[k][0] in toggles and k != origins[k][0]:
-                # a toggle ring's value passed on in a rotation: read where it is, in that ring, an init
-                # operand or a value from outside the loop
+                # a toggle ring's value that this position holds too (yielded here too, or passed on):
+                # read where it is, in that ring, an init operand or a value from outside the loop
                 c = origins[k][0]
                 carries.append(Carry(0, (k,), passed=True))
-                self.views_of(results[k], [results[c], *(op.inits[j] for j in (c, *chains[c])),
+                self.views_of(results[k], [results[c], *(op.inits[j] for j in (c, *followers[c])),
                                            *(v for v in toggles[c] if v not in args)])
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
-                carries.append(Carry(repeat[c], initial, passed=k in toggles, holds=tuple(chains.get(k, ()))
+                carries.append(Carry(repeat[c], initial, passed=k in toggles, holds=tuple(followers.get(k, ()))
                                      if k in toggles else ()))
                 if k in toggles:  # the result may be a value from outside the loop a branch handed back
                     for v in toggles[k] - {args[k]}:
@@ -481,7 +482,7 @@ class _BlockPlanner:
                             self.keep_alive.extend((u, results[k]) for u in (
                                 results[q], *([] if q in eligible else [op.inits[q]])))
                         elif v in args:  # or an older value of its rotation: in its ring or an init operand
-                            self.keep_alive.extend((op.inits[j], results[k]) for j in chains[k])
+                            self.keep_alive.extend((op.inits[j], results[k]) for j in followers[k])
                         else:
                             self.keep_alive.append((v, results[k]))
                     self.no_fold.add(results[k])
@@ -799,9 +800,9 @@ def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, resul
                for r in _into(plan, value, result))
 
 
-def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results,
-             lent: frozenset = frozenset(), chains: dict | None = None) -> dict[int, set[SSAValue]]:
-    """The lone positions whose next value may be a view (a case result a branch hands the carried
+def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozenset,
+             followers: dict) -> dict[int, set[SSAValue]]:
+    """The origins whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not (or keep to one,
     `_one_slot_toggle`). For each, the values from outside the loop it may be, and its own carried
@@ -811,21 +812,20 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, readers: dict, results
     others read their values in that ring too, so they toggle where that position does (never moved
     into a slot of their own, it is never moved over their values) and are otherwise moved out of it.
     A position that may be handed another position's carried value toggles where that one is `lent`.
-    An origin whose values a rotation passes on (`chains`) toggles too, among as many slots as
-    positions hold its values, and one more: where its next value may be one of those values."""
+    An origin whose values other positions hold (`followers`: yielded there too, or passed on in a
+    rotation) toggles too, where its next value may be one of those: among a slot for each round
+    a value stays and one more, the next value going where no position's value is."""
     args, yields = body.args, body.last_op.operands
-    chains = chains or {}
     found = {}
-    for c, (delay, _) in longest.items():
-        if delay == 1 and readers[c, 1] == [c] or c in chains:
-            into = frozenset({plan.placed_in[yields[c]]} if yields[c] in plan.placed_in else ())
-            sources = _view_sources(yields[c], args[c], ((body, plan),), body, into)
-            allowed = lent | {args[p] for p in chains.get(c, ())}
-            if sources is not None and any(v in args and v is not args[c] and v not in allowed for v in sources):
-                sources = None
-            holder = plan.placed_in.get(yields[c], results[c])
-            if sources is not None and (sources or holder in plan.placed_rings):
-                found[c] = sources, holder
+    for c in longest:
+        into = frozenset({plan.placed_in[yields[c]]} if yields[c] in plan.placed_in else ())
+        sources = _view_sources(yields[c], args[c], ((body, plan),), body, into)
+        allowed = lent | {args[p] for p in followers.get(c, ())}
+        if sources is not None and any(v in args and v is not args[c] and v not in allowed for v in sources):
+            sources = None
+        holder = plan.placed_in.get(yields[c], results[c])
+        if sources is not None and (sources or holder in plan.placed_rings):
+            found[c] = sources, holder
     toggled = {results[c] for c, (_, holder) in found.items() if holder is results[c]}
     return {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
 
