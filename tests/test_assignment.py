@@ -253,6 +253,31 @@ def test_a_position_handed_another_ones_carried_value_reads_it_in_that_ones_ring
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_lent_value_the_borrower_passes_on_stays_in_the_lenders_ring_as_long(mode):
+    """`a` may be handed `b`'s carried value (an inner loop of no rounds) and passes it on to `a_old`
+    for one more round: `b`'s ring keeps each value two rounds longer, and as `b`'s next value is
+    computed from `a_old`, one slot more (four), where a ring of one round longer would be written
+    over while `a_old` still held the value (112 bytes a call were copied before)."""
+
+    def fn(x, steps):
+        def outer(carry, step):
+            a, a_old, b = carry
+            a_next = lax.fori_loop(0, step, lambda _, c: jnp.tanh(c) * 0.9, b)
+            return (a_next, a, jnp.tanh(b) * 0.5 + 0.25 * jnp.tanh(a_old)), None
+
+        return lax.scan(outer, (x, x + 1.0, x * 2.0), steps)[0]
+
+    args = jnp.arange(4.0), jnp.array([2, 0, 1, 0, 3, 0, 0])
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    inside = planned.plan(*args, include_outputs=True)
+    assert inside.check().copies == ()
+    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    _, a_views, _, b_views = loop.attributes["mem.views"].data
+    assert a_views.toggles and a_views.held == (2,) and b_views.repeat == 4
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 @pytest.mark.parametrize("length", [2, 3])
 @pytest.mark.parametrize("hands", ["the oldest value", "its own value"])
 def test_a_rotation_whose_computed_value_may_be_one_it_holds_toggles_among_its_values(hands, length, mode):

@@ -15,10 +15,10 @@ carries a guard, the branch of each case and the exit round of each loop it depe
 read fails only where some path both reaches the value through that instance and overwrote
 the instance before (a loop result that is its init operand after zero rounds is not blamed
 for a later round overwriting that operand). A value also knows the paths on which it is outside
-the arena, so that a write into a toggle ring goes, path by path, to the slot the carried value is
-not in on that path; each round, the place of a toggle ring's value is a region of its own, whose
-paths are its places, so that two sets of paths stand for where the next value goes, however many
-branches and rounds led there. The walk also lists the copies the executor would make (a value the
+the arena, so that a write into a toggle ring goes, path by path, to the first slot that neither
+the carried value nor the values of the positions it holds are in on that path; each round, the
+places of these values are a region of its own, whose paths are their places, so that a few sets
+of paths stand for where the next value goes, however many branches and rounds led there. The walk also lists the copies the executor would make (a value the
 plan does not put where it is read next). A donated argument (`mem.args`) is written at its slot when
 the walk starts, as a call writes it, and checked at every read like any other value.
 """

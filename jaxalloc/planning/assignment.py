@@ -31,10 +31,11 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   positions is in one ring for all of them. A position handed a value the body does not compute
   (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.passed`):
   those values keep their bytes while the loop runs, and are kept alive as long as its result.
-  A lone position whose next value may be another lone position's carried value (an inner loop
-  that runs no round hands back its init operand, a branch hands it on) toggles, reading it where
-  it lies: the other position lends it, keeping each value in its ring a round longer (two slots
-  where its next value is born after the borrower's last read, else three).
+  A position whose next value may be a lone position's carried value (an inner loop that runs no
+  round hands back its init operand, a branch hands it on) toggles, reading it where it lies: the
+  lone position lends it, keeping each value in its ring as many rounds longer as the borrower's
+  positions hold it (a slot more each, and one more where its next value is born before their
+  last read).
 
 Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
 function's block from the start to the last use, which values may be computed into in place.
@@ -421,8 +422,8 @@ class _BlockPlanner:
                 unsettled -= stray
                 continue
             toggles = _toggles(body, body_plan, longest, results, lent, followers)
-            # a position may keep the value it lends one round longer, where it toggles not itself and the
-            # borrower never hands its value back (which would then stay in the lender's slot)
+            # a position may keep the values it lends longer, where it toggles not itself and the borrower
+            # never hands its own value back (which would then stay in the lender's slot for good)
             refused = {a for c, sources in toggles.items() for a in sources & lent - {args[c]}
                        if args[c] in sources or args.index(a) in toggles}
             if refused:
@@ -447,14 +448,26 @@ class _BlockPlanner:
         for c, (delay, p) in longest.items():
             if c in toggles:  # a slot for the next value, beside the current ones of the rotation
                 repeat[c] = 1 if c in one_slot else longest[c][0] + 1
-            elif c in lenders:  # the lent value is its slot's until the borrower reads it for the last time
-                repeat[c] = 2 if all(_dies_before(body_plan, args[k], r) for k in lenders[c]
-                                     for r in _into(body_plan, yields[c], results[c])) else 3
+            elif c in lenders:  # a lent value stays in its slot as long as the borrower's positions hold it,
+                # the slot written again after their last read in the round they read it last, or a round later
+                kept = max(longest[k][0] for k in lenders[c])
+                repeat[c] = kept + 1 if all(_dies_before(body_plan, args[longest[k][1]], r) for k in lenders[c]
+                                            for r in _into(body_plan, yields[c], results[c])) else kept + 2
             else:
                 repeat[c] = delay if _shares(body_plan, args[p], yields[c], results[c]) else delay + 1
             inner = body_plan.placed_rings.get(results[c], 1)  # each slot holds an inner loop's ring
             slot = byte_size(results[c].type) if inner == 1 else inner * _pad(byte_size(results[c].type), self.options.alignment)
             self.rings[results[c]] = (slot, repeat[c])
+        # where a toggle ring's values may lie besides its slots: values from outside the loop, the init
+        # operands read in place (its own, its followers'), a lender's ring and its init operand
+        elsewhere = {}
+        for c, sources in toggles.items():
+            found = [v for v in sources if v not in args]
+            if any(v in args and v not in lent - {args[c]} for v in sources):
+                found += [op.inits[j] for j in ((() if c in eligible else (c,)) + tuple(followers.get(c, ())))]
+            for q in (args.index(v) for v in sources & lent - {args[c]}):
+                found += [results[q], *([] if q in eligible else [op.inits[q]])]
+            elsewhere[c] = found
         carries = []
         for k in range(len(args)):
             if yields[k] is args[k] or yields[k] is op.inits[k]:  # every round reads the init operand
@@ -468,26 +481,15 @@ class _BlockPlanner:
                 # read where it is, in that ring, an init operand or a value from outside the loop
                 c = origins[k][0]
                 carries.append(Carry(0, (k,), passed=True))
-                self.views_of(results[k], [results[c], *(op.inits[j] for j in (c, *followers[c])),
-                                           *(v for v in toggles[c] if v not in args)])
+                self.views_of(results[k], [results[c], *(op.inits[j] for j in (c, *followers[c])), *elsewhere[c]])
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
                 carries.append(Carry(repeat[c], initial, passed=k in toggles, holds=tuple(followers.get(k, ()))
                                      if k in toggles else ()))
-                if k in toggles:  # the result may be a value from outside the loop a branch handed back
-                    for v in toggles[k] - {args[k]}:
-                        if v in lent:  # or another position's value, in its ring or its init operand
-                            q = args.index(v)
-                            self.keep_alive.extend((u, results[k]) for u in (
-                                results[q], *([] if q in eligible else [op.inits[q]])))
-                        elif v in args:  # or an older value of its rotation: in its ring or an init operand
-                            self.keep_alive.extend((op.inits[j], results[k]) for j in followers[k])
-                        else:
-                            self.keep_alive.append((v, results[k]))
+                if k in toggles:  # the result may be a value a branch handed back, wherever that is
+                    self.keep_alive.extend((v, results[k]) for v in elsewhere[k])
                     self.no_fold.add(results[k])
-                    if args[k] in toggles[k]:  # or the carried value handed back: after any rounds, the init operand
-                        self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
                 if k in eligible:
                     self.join(results[k], op.inits[k])
                 elif k != c:
