@@ -220,6 +220,17 @@ def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it
     assert carries[-1].repeat == 1 and inner[-1] == Carry(1, ())
 
 
+def _copy_free_loop_views(fn, args, mode):
+    """Run `fn` planned in `mode` with no bytes copied, plan it with its outputs inside the arena,
+    where the static check finds no copy either, and return the multi-views of its first loop."""
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    inside = planned.plan(*args, include_outputs=True)
+    assert inside.check().copies == ()
+    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    return loop.attributes["mem.views"].data
+
+
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
 @pytest.mark.parametrize("lender, slots", [("fresh", 2), ("reads the borrower", 3)])
 @pytest.mark.parametrize("borrower", ["inner loop", "case"])
@@ -243,12 +254,7 @@ def test_a_position_handed_another_ones_carried_value_reads_it_in_that_ones_ring
         return lax.scan(outer, (x, x * 2.0), steps)[0]
 
     args = jnp.arange(4.0), jnp.array([2, 0, 1, 0, 3])
-    planned = check_program(fn, *args, mode=mode)
-    assert planned.last_run.copied_bytes == 0
-    inside = planned.plan(*args, include_outputs=True)
-    assert inside.check().copies == ()
-    outer_loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
-    _, a_views, b_views = outer_loop.attributes["mem.views"].data
+    _, a_views, b_views = _copy_free_loop_views(fn, args, mode)
     assert a_views.toggles and a_views.repeat == 2 and b_views.repeat == slots
 
 
@@ -268,12 +274,7 @@ def test_a_lent_value_the_borrower_passes_on_stays_in_the_lenders_ring_as_long(m
         return lax.scan(outer, (x, x + 1.0, x * 2.0), steps)[0]
 
     args = jnp.arange(4.0), jnp.array([2, 0, 1, 0, 3, 0, 0])
-    planned = check_program(fn, *args, mode=mode)
-    assert planned.last_run.copied_bytes == 0
-    inside = planned.plan(*args, include_outputs=True)
-    assert inside.check().copies == ()
-    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
-    _, a_views, _, b_views = loop.attributes["mem.views"].data
+    _, a_views, _, b_views = _copy_free_loop_views(fn, args, mode)
     assert a_views.toggles and a_views.held == (2,) and b_views.repeat == 4
 
 
@@ -299,12 +300,7 @@ def test_a_rotation_whose_computed_value_may_be_one_it_holds_toggles_among_its_v
         return lax.scan(body, tuple(x * k for k in range(1, length + 1)), flags)[0]
 
     args = jnp.arange(4.0), jnp.array([True, False, True, True, False, False, True])
-    planned = check_program(fn, *args, mode=mode)
-    assert planned.last_run.copied_bytes == 0
-    inside = planned.plan(*args, include_outputs=True)
-    assert inside.check().copies == ()
-    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
-    _, a_views, *passed = loop.attributes["mem.views"].data
+    _, a_views, *passed = _copy_free_loop_views(fn, args, mode)
     assert a_views.toggles and a_views.repeat == length + 1 and a_views.held == tuple(range(2, length + 1))
     assert all(v.yielded.data and not v.slots.data for v in passed)
 
@@ -326,12 +322,7 @@ def test_a_value_yielded_at_two_positions_that_may_be_either_ones_toggles_for_bo
         return lax.scan(body, (x, x * 2.0), flags)[0]
 
     args = jnp.arange(4.0), jnp.array([True, False, True, True, False, False, True])
-    planned = check_program(fn, *args, mode=mode)
-    assert planned.last_run.copied_bytes == 0
-    inside = planned.plan(*args, include_outputs=True)
-    assert inside.check().copies == ()
-    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
-    _, a_views, b_views = loop.attributes["mem.views"].data
+    _, a_views, b_views = _copy_free_loop_views(fn, args, mode)
     assert a_views.toggles and a_views.repeat == 2 and a_views.held == (2,)
     assert b_views.yielded.data and not b_views.slots.data
 
