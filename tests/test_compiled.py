@@ -83,7 +83,8 @@ def test_random_programs_that_once_copied_the_arena_keep_it_in_place(seed):
         # these still copy a value into a slot (counted); `check_program` found the arena kept
 
 
-ONCE_COPYING = (553, 624, 2847, 3882, 3884, 3991, 4012, 4800, 5598, 7338, 7503, 7997, 10524, 11510, 11717)
+ONCE_COPYING = (553, 624, 693, 963, 2313, 2562, 2662, 2847, 3882, 3884, 3991, 4012, 4800, 5598, 5763, 7338,
+                7503, 7997, 10524, 11510, 11717)
 """Random programs whose kernels copied a value into a loop's ring, now toggle rings: a body yielding
 an inner loop's result that may be a value from outside the loop (3882, 4800, 11510) or the carried
 value itself, which the outer loop's first round reads where its init operand is (553, 2847), or a
@@ -91,7 +92,10 @@ case result whose branches hand back the carry or run such a loop (624, 5598, 11
 check of 5598's plan did not end, its toggle ring's place told apart by every branch and round before.
 Others yielded a case result that every branch hands one outer value (3884, 3991, 7503, 7997, 10524:
 `jx-canonicalize` reads that value), one that a branch yields twice (4012), or one that hands back
-the carry or views a value the body computes (7338)."""
+the carry or views a value the body computes (7338). Others yielded a value that may be another
+position's: an inner loop's result handing back another lone position's carried value (693), a
+case result handing back an older value of a rotation (2562, 2662), a value yielded at two
+positions that may be either's (2313), there an inner loop's ring (963, 5763)."""
 
 
 @pytest.mark.parametrize("seed", ONCE_COPYING)

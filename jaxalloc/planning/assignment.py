@@ -167,10 +167,11 @@ class _BlockPlanner:
 
     def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
                  ring_holders: frozenset = frozenset(), donated: set = frozenset(), unsettled: frozenset = frozenset(),
-                 lent: frozenset = frozenset()):
+                 lent: frozenset = frozenset(), followed: dict | None = None):
         self.block, self.options, self.ring_holders, self.donated = block, options, ring_holders, donated
         self.outside, self.dictated, self.foldable, self.unsettled = outside, dictated, foldable, unsettled
         self.lent = lent  # carried values of this body that may be another position's next value (`loop`)
+        self.followed = followed or {}  # carried values of this body held in the toggle ring of another's next view
         self.ops = list(block.ops)
         self.live = block_liveness(block)
         self.position = {v: i for i, v in enumerate(self.live.values)}
@@ -402,7 +403,9 @@ class _BlockPlanner:
         # time in this round); in round 0 that is an init operand, read in place, and the result goes
         # to the ring slot instead.
         foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
-        lone = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1 and readers[c, 1] == [c])
+        # the next views that may hold an inner ring of several slots: they toggle where one lies there
+        holders = frozenset(results[c] for c in longest)
+        followed = {args[p]: results[c] for c, group in followers.items() for p in group}
         # carried values that round 0 finds where an init operand is, outside their ring in the arena
         unsettled = frozenset(
             args[p] for c, (_, p) in longest.items() if c not in eligible and not self.external(results[c]))
@@ -411,8 +414,8 @@ class _BlockPlanner:
         lent = frozenset(args[c] for c, (delay, _) in longest.items() if delay == 1 and readers[c, 1] == [c])
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
-            body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, lone,
-                                    unsettled=unsettled, lent=lent)
+            body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, holders,
+                                    unsettled=unsettled, lent=lent, followed=followed)
             # an unsettled value whose next value is not then in its next view would be copied there
             # every round: its inner rings start in its slot instead, copying only where round 0 finds
             # the init operand elsewhere and an inner loop runs no round
@@ -550,7 +553,8 @@ class _BlockPlanner:
                 carry = self.plan.carries[loop][loop.results.index(v)]
                 inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
                 if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent)
-                                           or self.handed_in(i) or i in self.lent for i in inits):
+                                           or self.handed_in(i) or i in self.lent
+                                           or self.followed.get(i) is parent for i in inits):
                     return False
         return True
 
@@ -656,9 +660,10 @@ class _BlockPlanner:
 
 def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
                 ring_holders: frozenset = frozenset(), donated: set = frozenset(),
-                unsettled: frozenset = frozenset(), lent: frozenset = frozenset()) -> BlockPlan:
+                unsettled: frozenset = frozenset(), lent: frozenset = frozenset(), followed: dict | None = None
+                ) -> BlockPlan:
     return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated, unsettled,
-                         lent).run()
+                         lent, followed).run()
 
 
 @dataclass(frozen=True)
