@@ -309,7 +309,7 @@ def test_a_rotation_whose_computed_value_may_be_one_it_holds_toggles_among_its_v
 @pytest.mark.parametrize("hands", ["a", "b"])
 def test_a_value_yielded_at_two_positions_that_may_be_either_ones_toggles_for_both(hands, mode):
     """Both positions carry the value of one case, which may hand back either's carried value (the
-    same value but in the first round). The first position toggles between two slots, the next
+    same value but in the first round). The first position toggles among three slots, the next
     value going where neither position's value is; the second reads the value where it lies (64
     bytes copied a call before)."""
 
@@ -323,7 +323,7 @@ def test_a_value_yielded_at_two_positions_that_may_be_either_ones_toggles_for_bo
 
     args = jnp.arange(4.0), jnp.array([True, False, True, True, False, False, True])
     _, a_views, b_views = _copy_free_loop_views(fn, args, mode)
-    assert a_views.toggles and a_views.repeat == 2 and a_views.held == (2,)
+    assert a_views.toggles and a_views.repeat == 3 and a_views.held == (2,)
     assert b_views.yielded.data and not b_views.slots.data
 
 

@@ -609,12 +609,19 @@ class _Walk:
         region = self._regions
         combos = list(itertools.product(*({at for at, _ in located.places(self.guard)} for located in held)))
 
-        def there(j: int, place) -> Guard:
-            return ((region, frozenset(c for c in combos if c[j] == place)),)
+        def there(js, place) -> Guard:
+            return ((region, frozenset(c for c in combos if any(c[j] == place for j in js))),)
 
+        # an instance that several of these values may be (a value yielded at two positions) is bound
+        # alike in each, to its place in any of them: else its ways of being reached would double
+        # round after round
+        holders: dict[tuple[_Instance, Guard], set[int]] = {}
+        for j, located in enumerate(held):
+            for reached in located.instances:
+                holders.setdefault(reached, set()).add(j)
         bound = [_Located(located.tokens,
-                          frozenset((i, _both(g, there(j, i.start))) for i, g in located.instances),
-                          frozenset(_both(g, there(j, None)) for g in located.away))
+                          frozenset((i, _both(g, there(holders[i, g], i.start))) for i, g in located.instances),
+                          frozenset(_both(g, there((j,), None)) for g in located.away))
                  for j, located in enumerate(held)]
         targets: dict[SlotAttr, set] = {}
         for combo in combos:

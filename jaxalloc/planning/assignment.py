@@ -449,8 +449,8 @@ class _BlockPlanner:
         cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, results)), set())
         repeat = {}
         for c, (delay, p) in longest.items():
-            if c in toggles:  # a slot for the next value, beside the current ones of the rotation
-                repeat[c] = 1 if c in one_slot else longest[c][0] + 1
+            if c in toggles:  # a slot for the next value beside the current value of every position holding one
+                repeat[c] = 1 if c in one_slot else 2 + len(followers.get(c, ()))
             elif c in lenders:  # a lent value stays in its slot as long as the borrower's positions hold it,
                 # the slot written again after their last read in the round they read it last, or a round later
                 kept = max(longest[k][0] for k in lenders[c])
@@ -820,8 +820,9 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     into a slot of their own, it is never moved over their values) and are otherwise moved out of it.
     A position that may be handed another position's carried value toggles where that one is `lent`.
     An origin whose values other positions hold (`followers`: yielded there too, or passed on in a
-    rotation) toggles too, where its next value may be one of those: among a slot for each round
-    a value stays and one more, the next value going where no position's value is."""
+    rotation) toggles too, where its next value may be one of those: among a slot for each of these
+    positions and one more, the next value going where no position's value is (however their
+    values may lie, one slot is free)."""
     args, yields = body.args, body.last_op.operands
     found = {}
     for c in longest:
