@@ -53,8 +53,6 @@ def test_random_program_compiled(seed):
     program = random_program(seed)
     try:
         check_random_program(program, mode="compiled")
-    except CopiedBytes as e:
-        pytest.xfail(f"seed {seed}: {e}")
     except Exception as e:
         raise AssertionError(f"random program of seed {seed} failed:\n{program.describe()}") from e
 
