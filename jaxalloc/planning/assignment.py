@@ -35,7 +35,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   round hands back its init operand, a branch hands it on) toggles, reading it where it lies: the
   lone position lends it, keeping each value in its ring as many rounds longer as the borrower's
   positions hold it (a slot more each, and one more where its next value is born before their
-  last read).
+  last read). An origin whose values other positions hold too (a rotation, a value yielded at
+  several positions) and whose next value may be one of those values toggles among a slot for
+  each of these positions and one more (`Carry.holds`), the others reading their values where
+  they lie.
 
 Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
 function's block from the start to the last use, which values may be computed into in place.
@@ -71,7 +74,8 @@ class Carry:
     passed: bool = False
     """Whether the rounds after `initial` read the value the body yields where it is (no ring)."""
     holds: tuple[int, ...] = ()
-    """For a toggle ring: the positions that pass its values on, whose current values it may hold."""
+    """For a toggle ring: the other positions holding its values (yielded there too, or passed on),
+    whose current values its slots may hold."""
 
 
 @dataclass(frozen=True)
