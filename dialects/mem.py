@@ -21,8 +21,9 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   computes it in place or after the current value's last read.
 - `#mem.views<initial = [1], yielded, slots = [#mem.slot<...>, ...], holds = [2]>`: a toggle ring
   whose slots may also hold the current values of other positions (2: one the body hands this
-  position's value on to, whose value this position's next one may be): the next value goes into
-  the first slot that none of these current values is in, so one slot more than positions held.
+  position's value on to, or yields it at too, whose value this position's next one may be): the
+  next value goes into the first slot that none of these current values is in, one of a slot for
+  each position and one more.
 - `#mem.views<initial = [0], slots = [#mem.next<1>, #mem.next<1>]>`: a loop inside a loop body whose
   ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
   inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.

@@ -18,8 +18,9 @@ for a later round overwriting that operand). A value also knows the paths on whi
 the arena, so that a write into a toggle ring goes, path by path, to the first slot that neither
 the carried value nor the values of the positions it holds are in on that path; each round, the
 places of these values are a region of its own, whose paths are their places, so that a few sets
-of paths stand for where the next value goes, however many branches and rounds led there. The walk also lists the copies the executor would make (a value the
-plan does not put where it is read next). A donated argument (`mem.args`) is written at its slot when
+of paths stand for where the next value goes, however many branches and rounds led there. The
+walk also lists the copies the executor would make (a value the plan does not put where it is
+read next). A donated argument (`mem.args`) is written at its slot when
 the walk starts, as a call writes it, and checked at every read like any other value.
 """
 
