@@ -407,8 +407,10 @@ class _BlockPlanner:
         # time in this round); in round 0 that is an init operand, read in place, and the result goes
         # to the ring slot instead.
         foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
-        # the next views that may hold an inner ring of several slots: they toggle where one lies there
-        holders = frozenset(results[c] for c in longest)
+        # the next views that may hold an inner ring of several slots, which toggle where one lies there:
+        # of a lone position, or of one whose value other positions yield too (in a rotation, the
+        # checker's paths multiply past what it keeps apart, and it refuses the plan: random program 10659)
+        holders = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1)
         followed = {args[p]: results[c] for c, group in followers.items() for p in group}
         # carried values that round 0 finds where an init operand is, outside their ring in the arena
         unsettled = frozenset(
