@@ -104,7 +104,9 @@ from xdsl.ir import Operation
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.execution.arena import WORDS, Layout, from_bytes, from_words, layout_of, read_bytes, to_words
-from jaxalloc.execution.interpreter import ArenaFunctions, JxFunctions, donated_slots, replace, twice, with_weak_type
+from jaxalloc.execution.interpreter import (
+    ArenaFunctions, JxFunctions, donated_slots, make_interpreter, replace, twice, with_weak_type,
+)
 
 
 @dataclass(frozen=True)
@@ -1270,8 +1272,7 @@ class CompiledRun:
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
         functions = self.functions
         functions.bytes, functions.base = arena, base
-        interpreter = Interpreter(self.module)
-        interpreter.register_implementations(functions)
+        interpreter = make_interpreter(self.module, functions)
         outputs = interpreter.call_op(self.func_name, (arena, *args))
         if self.out_avals:
             outputs = tuple(map(with_weak_type, outputs, self.out_avals))
