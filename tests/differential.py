@@ -262,56 +262,90 @@ def check_program(fn, *args, mode: str = "arena", name: str | None = None, passe
     `jit_disagreement` is that `Disagreement`, or None. `name` names the program in messages
     (default: the function's name).
     """
+    return check_modes(fn, *args, modes=(mode,), name=name, passes=passes)[mode]
+
+
+def check_modes(fn, *args, modes: tuple[str, ...], name: str | None = None,
+                passes=DEFAULT_PASSES) -> dict[str, jaxalloc.Planned]:
+    """`check_program` in each of `modes`, by mode: the program traced, planned from its printed and
+    parsed-back module, and run by `jax.jit`, once for all of them."""
     name = name or _program_name(fn)
-    planned = jaxalloc.planned(fn, mode=mode, passes=passes)
-    planned.jit_disagreement = None
-    traced = planned._traced(args, {})
+    first = jaxalloc.planned(fn, passes=passes)
+    traced = first._traced(args, {})
     text = check_roundtrip(traced.converted.module)
     parsed = Converted(parse_module(text), traced.converted.table)
-    planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in planned._cache.items()}
-    tolerance = program_tolerance(traced.closed_jaxpr)
-    result = planned(*args)
-    if mode == "compiled":
-        assert_the_kernel_keeps_its_arena(planned, args, name)
-        assert_the_kernel_traces_each_effect_once(planned, name)
-    jitted = jit_reference(fn, *args)
-    versus_jit = mismatches(result, jitted, tolerance)
-    if not versus_jit:
-        return planned
-    jit_report = "\n".join(f"{where}: {what}" if where else what for where, what in versus_jit)
-    try:
-        op_by_op = disable_jit_reference(fn, *args)
-    except Exception as error:  # no second opinion: the difference from jit stands
-        raise AssertionError(
-            f"{name} ({mode}): the planned result differs from jax.jit's, and running it under "
-            f"jax.disable_jit() failed ({type(error).__name__}: {error}):\n{jit_report}"
-        ) from error
-    versus_op_by_op = mismatches(result, op_by_op, tolerance)
-    if versus_op_by_op:
-        raise AssertionError(
-            f"{name} ({mode}): the planned result matches neither jax.jit's nor jax.disable_jit()'s\n"
-            f"  planned:\n{_show(result)}\n  jax.jit:\n{_show(jitted)}\n  jax.disable_jit():\n{_show(op_by_op)}\n"
-            f"planned vs jax.jit:\n{jit_report}\nplanned vs jax.disable_jit():\n"
-            + "\n".join(f"{where}: {what}" if where else what for where, what in versus_op_by_op)
+    reference = _Reference(fn, args, name, program_tolerance(traced.closed_jaxpr))
+    checked = {}
+    for mode in modes:
+        planned = checked[mode] = jaxalloc.planned(fn, mode=mode, passes=passes)
+        planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in first._cache.items()}
+        result = planned(*args)
+        if mode == "compiled":
+            assert_the_kernel_keeps_its_arena(planned, args, name)
+            assert_the_kernel_traces_each_effect_once(planned, name)
+        planned.jit_disagreement = reference.compare(result, mode)
+    return checked
+
+
+class _Reference:
+    """`jax.jit`'s result of a program, and `jax.disable_jit()`'s where a planned result differs from
+    it, each computed once for every mode compared with them."""
+
+    def __init__(self, fn, args, name: str, tolerance: dict[str, float]):
+        self.fn, self.args, self.name, self.tolerance = fn, args, name, tolerance
+        self._jitted = self._op_by_op = None
+
+    @property
+    def jitted(self):
+        if self._jitted is None:
+            self._jitted = jit_reference(self.fn, *self.args)
+        return self._jitted
+
+    def op_by_op(self, mode: str, jit_report: str):
+        if self._op_by_op is None:
+            try:
+                self._op_by_op = disable_jit_reference(self.fn, *self.args)
+            except Exception as error:  # no second opinion: the difference from jit stands
+                raise AssertionError(
+                    f"{self.name} ({mode}): the planned result differs from jax.jit's, and running it under "
+                    f"jax.disable_jit() failed ({type(error).__name__}: {error}):\n{jit_report}"
+                ) from error
+        return self._op_by_op
+
+    def compare(self, result, mode: str) -> Disagreement | None:
+        """Raise where `result` matches neither reference; the disagreement where it matches
+        `jax.disable_jit()` and not jit (warned and recorded), else None."""
+        name, tolerance, jitted = self.name, self.tolerance, self.jitted
+        versus_jit = mismatches(result, jitted, tolerance)
+        if not versus_jit:
+            return None
+        jit_report = "\n".join(f"{where}: {what}" if where else what for where, what in versus_jit)
+        op_by_op = self.op_by_op(mode, jit_report)
+        versus_op_by_op = mismatches(result, op_by_op, tolerance)
+        if versus_op_by_op:
+            raise AssertionError(
+                f"{name} ({mode}): the planned result matches neither jax.jit's nor jax.disable_jit()'s\n"
+                f"  planned:\n{_show(result)}\n  jax.jit:\n{_show(jitted)}\n  jax.disable_jit():\n{_show(op_by_op)}\n"
+                f"planned vs jax.jit:\n{jit_report}\nplanned vs jax.disable_jit():\n"
+                + "\n".join(f"{where}: {what}" if where else what for where, what in versus_op_by_op)
+            )
+        jit_vs_op_by_op = [where for where, _ in mismatches(jitted, op_by_op, tolerance)]
+        if jit_vs_op_by_op:
+            outputs, summary = tuple(jit_vs_op_by_op), "jax.jit disagrees with jax.disable_jit()"
+            differences = _differences(jitted, op_by_op, outputs)
+        else:  # each within tolerance of the op-by-op result, not of each other
+            outputs = tuple(where for where, _ in versus_jit)
+            summary = "jax.jit differs from the planned result; both are within tolerance of jax.disable_jit()"
+            differences = _differences(jitted, result, outputs)
+        message = (
+            f"{name} ({mode}): {summary}; the planned result matches jax.disable_jit() and passes against it\n"
+            f"{differences}\n"
+            f"  jax.jit:\n{_show(jitted)}\n  jax.disable_jit() and planned:\n{_show(op_by_op)}"
         )
-    jit_vs_op_by_op = [where for where, _ in mismatches(jitted, op_by_op, tolerance)]
-    if jit_vs_op_by_op:
-        outputs, summary = tuple(jit_vs_op_by_op), "jax.jit disagrees with jax.disable_jit()"
-        differences = _differences(jitted, op_by_op, outputs)
-    else:  # each within tolerance of the op-by-op result, not of each other
-        outputs = tuple(where for where, _ in versus_jit)
-        summary = "jax.jit differs from the planned result; both are within tolerance of jax.disable_jit()"
-        differences = _differences(jitted, result, outputs)
-    message = (
-        f"{name} ({mode}): {summary}; the planned result matches jax.disable_jit() and passes against it\n"
-        f"{differences}\n"
-        f"  jax.jit:\n{_show(jitted)}\n  jax.disable_jit() and planned:\n{_show(op_by_op)}"
-    )
-    record = Disagreement(name, mode, outputs, message)
-    JIT_DISAGREEMENTS.append(record)
-    planned.jit_disagreement = record
-    warnings.warn(message, JitDisagreement, stacklevel=2)
-    return planned
+        record = Disagreement(name, mode, outputs, message)
+        JIT_DISAGREEMENTS.append(record)
+        warnings.warn(message, JitDisagreement, stacklevel=4)
+        return record
 
 
 class ArenaCopies(AssertionError):

@@ -4,30 +4,28 @@ Each program of `library_programs` (flax.nnx, flax.linen, dm-haiku, equinox, dif
 written as their users write them) is converted, printed, parsed back and run inside its planned
 arena as one compiled kernel (the default mode, where XLA must never copy the arena) and by the
 interpreter under the plan sanitizer ("checked"), and compared with `jax.jit`; every third
-program also runs eagerly (the suite stays under ten minutes). Arena runs must not copy anything
-between loop rounds or branches.
+program also runs eagerly (the suite stays under ten minutes). One test runs a program in every
+mode, traced and run by `jax.jit` once (`check_modes`). Arena runs must not copy anything between
+loop rounds or branches.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from differential import assert_deterministic_args, check_program
+from differential import assert_deterministic_args, check_modes
 from library_programs import BY_NAME, LIBRARY, PROGRAMS
 
 MODES = ("compiled", "checked")
+EAGER = {program.name for program in PROGRAMS[::3]}
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.name)
-def test_library_program(program, mode):
-    planned = check_program(program.fn, *program.make_args(), mode=mode)
-    assert planned.last_run.copied_bytes == 0
-
-
-@pytest.mark.parametrize("program", PROGRAMS[::3], ids=lambda p: p.name)
-def test_library_program_eager(program):
-    check_program(program.fn, *program.make_args(), mode="eager")
+def test_library_program(program):
+    modes = MODES + ("eager",) * (program.name in EAGER)
+    checked = check_modes(program.fn, *program.make_args(), modes=modes)
+    for mode in MODES:
+        assert checked[mode].last_run.copied_bytes == 0, mode
 
 
 def test_library_table():

@@ -15,15 +15,14 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import PolyCollection
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MultipleLocator
 
 from jaxalloc.reports.text import binary_label, format_size
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 LABEL_LIMIT = 40
 LARGEST_LABELLED = 12
@@ -55,6 +54,13 @@ def draw_plan(
     the names of the labelled buffers: all of them when there are at most ``LABEL_LIMIT``, else the
     ``LARGEST_LABELLED`` largest.
     """
+    # here, not at the top: matplotlib takes a third of a second to load, and only a chart needs it
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.collections import PolyCollection
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
     sizes, offsets = np.asarray(sizes, np.int64), np.asarray(offsets, np.int64)
     starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
     n = len(sizes)
