@@ -15,6 +15,7 @@ executes): if the planned result matches that one, the check passes and warns wi
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -49,6 +50,15 @@ AVX512-FP16 for float16), while op-by-op execution, like `jax.disable_jit()`, ro
 a result differs by an ulp of the narrow type or a little more, whatever type it is stored in:
 a float32 result of float16 math is only as good as float16. eps is 2**-10 for float16 (rtol 3.9e-3),
 2**-7 for bfloat16 (3.1e-2), 2**-3 and 2**-2 for the float8 types (0.5 and 1.0)."""
+
+
+THOROUGH = os.environ.get("JAXALLOC_THOROUGH") == "1"
+"""`JAXALLOC_THOROUGH=1` checks every program where the suite, within its ten minutes, checks a sample."""
+
+
+def sample(programs, every: int):
+    """Every `every`-th of `programs`, or all of them with `JAXALLOC_THOROUGH=1`."""
+    return programs if THOROUGH else programs[::every]
 
 
 def float_tolerance(dtype) -> dict[str, float]:

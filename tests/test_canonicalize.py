@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from corpus_programs import PROGRAMS as CORPUS
-from differential import AS_TRACED, check_program
+from differential import AS_TRACED, check_program, sample
 from jax import lax
 from jax._src.ad_util import add_jaxvals_p
 from random_programs import random_program
@@ -379,12 +379,14 @@ def test_new_bindings_print_as_they_bind_and_text_alone_gives_the_same_module():
         assert str(alone) == str(module), program.name
 
 
-@pytest.mark.parametrize("program", _changed_corpus()[::2], ids=lambda p: p.name)
+@pytest.mark.parametrize("program", sample(_changed_corpus(), 4), ids=lambda p: p.name)
 def test_changed_corpus_program_checked(program):
+    """A quarter of the programs it changes, canonicalized alone (the suite's time budget:
+    `test_corpus` checks every program after the default passes, which canonicalize)."""
     _checked(program.fn, *program.make_args())
 
 
-@pytest.mark.parametrize("program", _changed_corpus()[::8], ids=lambda p: p.name)
+@pytest.mark.parametrize("program", sample(_changed_corpus(), 8), ids=lambda p: p.name)
 def test_changed_corpus_program_checked_after_fusion(program):
     """A few (the suite's time budget): `jx-fuse` then fuses the broadcasts made implicit."""
     _checked(program.fn, *program.make_args(), passes=CANON + ("jx-fuse",))
