@@ -392,10 +392,10 @@ class _BlockPlanner:
         # a lone origin whose init operand dies here: that memory is its ring's slot 0 (an enclosing
         # loop's carried value only where every round finds it there, not `unsettled`)
         eligible = set()
-        for c, (delay, _) in longest.items():
+        for c in longest:
             init, root = op.inits[c], init_roots[c]
             group = self.members.get(root, [root])
-            if (delay == 1 and readers[c, 1] == [c] and not self.external(init) and self.dies_at(init, index)
+            if (c not in followers and not self.external(init) and self.dies_at(init, index)
                     and init_roots.count(root) == 1 and not self.read_inside(op, root)
                     and not any(m in self.no_fold for m in group)
                     and ((root in self.foldable and root not in self.unsettled)
@@ -417,7 +417,7 @@ class _BlockPlanner:
             args[p] for c, (_, p) in longest.items() if c not in eligible and not self.external(results[c]))
         # carried values of lone positions that another position's next value may be (an inner loop
         # that runs no round hands back its init operand): kept in their slot a round longer
-        lent = frozenset(args[c] for c, (delay, _) in longest.items() if delay == 1 and readers[c, 1] == [c])
+        lent = frozenset(args[c] for c in longest if c not in followers)
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, holders,
