@@ -56,9 +56,9 @@ THOROUGH = os.environ.get("JAXALLOC_THOROUGH") == "1"
 """`JAXALLOC_THOROUGH=1` checks every program where the suite, within its ten minutes, checks a sample."""
 
 
-def sample(programs, every: int):
-    """Every `every`-th of `programs`, or all of them with `JAXALLOC_THOROUGH=1`."""
-    return programs if THOROUGH else programs[::every]
+def sample(programs, every: int, first: int = 0):
+    """Every `every`-th of `programs` from `first`, or all of them with `JAXALLOC_THOROUGH=1`."""
+    return programs if THOROUGH else programs[first::every]
 
 
 def float_tolerance(dtype) -> dict[str, float]:
