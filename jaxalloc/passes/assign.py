@@ -107,11 +107,13 @@ def _annotate(
     slots: dict[SSAValue, Place] = dict(marks)
     for buffer in plan.buffers:
         holders = [v.owner for v in buffer.values if isinstance(v.owner, jx.WhileOp | jx.CaseOp)]
-        loop = next((op for op in holders if isinstance(op, jx.WhileOp)), holders[0] if holders else None)
+        loops = [op for op in holders if isinstance(op, jx.WhileOp)]
+        loop = max(loops, key=block.get_operation_index) if loops else holders[0] if holders else None
         for value in buffer.values:
-            # a ring's values move every round; the loop's result and the init operand that is the
-            # ring's first slot are named by that slot (a case result holding a branch's ring too);
-            # views of the result read it in place, in whichever slot it is
+            # a ring's values move every round; the last loop's result and the init operand that is
+            # the ring's first slot (an earlier loop's result too) are named by that slot (a case
+            # result holding a branch's ring too); views of the result read it in place, in whichever
+            # slot it is
             if (buffer.repeat == 1 or value.owner is loop or isinstance(value, BlockArgument)
                     or value.owner.is_before_in_block(loop)):
                 slots[value] = SlotAttr(base + buffer.offset, buffer.slot_size)
@@ -167,7 +169,8 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
     views, body = [], plan.regions[op][1][1]
     for result, carry, value in zip(op.res, plan.carries[op], op.body.block.last_op.operands):
         first = slots.get(result)
-        if isinstance(first, NextAttr) and carry.repeat:  # the ring is the enclosing loop's next view
+        if isinstance(first, NextAttr) and carry.repeat:  # the ring is the enclosing loop's next view, cut in order
+            assert carry.shift == 0 or carry.repeat == 1, "a rotated ring is never an enclosing loop's next view"
             views.append(ViewsAttr(carry.initial, [first] * carry.repeat, carry.passed))
             continue
         first = first if isinstance(first, SlotAttr) else None
@@ -177,9 +180,8 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
             outside = isinstance(value, BlockArgument) or (value in body.placed_in and isinstance(value.owner, jx.PrimOp | jx.FusedOp))
             views.append(ViewsAttr(carry.initial, (), yielded=True) if outside else ViewsAttr((), ()))
             continue
-        ring = [] if carry.repeat == 0 else [
-            SlotAttr(first.offset.data + i * first.size.data, first.size.data) for i in range(carry.repeat)
-        ]
+        ring = [SlotAttr(first.offset.data + (i + carry.shift) % carry.repeat * first.size.data, first.size.data)
+                for i in range(carry.repeat)]
         views.append(ViewsAttr(carry.initial, ring, carry.passed, carry.holds))
     op.attributes["mem.views"] = ArrayAttr(views)
 

@@ -76,6 +76,10 @@ class Carry:
     holds: tuple[int, ...] = ()
     """For a toggle ring: the other positions holding its values (yielded there too, or passed on),
     whose current values its slots may hold."""
+    shift: int = 0
+    """The ring slot the rounds after `initial` read first: 1 for a position holding the values of
+    an origin whose init operand is the ring's slot 0, as the origin yields its first value into
+    slot 1."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,9 @@ class BlockPlan:
     carries: dict[Operation, list[Carry]] = field(default_factory=dict)
     phis: dict[Operation, list[tuple[int, ...]]] = field(default_factory=dict)
     """For each case result: the branches in which it is a view of the value the branch yields."""
+    phi_values: dict[SSAValue, tuple[SSAValue, ...]] = field(default_factory=dict)
+    """For each case result some branch makes a view: the values from outside the case it may be
+    there, through the branches' own cases and loops, and the other results of the case it may be."""
     placed_in: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """Values of this block stored in a parent value's memory (a case result, a loop ring)."""
     roots: dict[SSAValue, SSAValue] = field(default_factory=dict)
@@ -264,9 +271,21 @@ class _BlockPlanner:
 
     def views_outside(self, x: SSAValue) -> bool:
         """Whether `x` is a case result that, where a branch makes it a view, views only memory outside
-        this block's (an argument, a value of an enclosing block): its own memory is free then, and
-        a value taking it keeps no value of this block alive any longer."""
-        return isinstance(x.owner, jx.CaseOp) and all(self.external(v) for v, later in self.keep_alive if later is x)
+        this block's (an argument, a value of an enclosing block), or a value in its own buffer
+        that is no view or in turn views only such memory (a chain of cases): its own memory is free
+        then, and a value taking it keeps no value of this block alive any longer."""
+        root = self.merge.find(x)
+        return isinstance(x.owner, jx.CaseOp) and all(
+            self.external(v) or self.carried(v)
+            or self.merge.find(v) is root and (v not in self.no_fold or self.views_outside(v))
+            for v, later in self.keep_alive if later is x)
+
+    def carried(self, value: SSAValue) -> bool:
+        """Whether `value` is a carried value of the loop whose body this block is: in the parent's
+        memory (an init operand, a ring slot), where the loop decides whether a round's next value
+        may be it (`_toggles`)."""
+        return isinstance(value, BlockArgument) and value.block is self.block and isinstance(
+            self.block.parent_op(), jx.WhileOp)
 
     def fold(self, index: int, op: Operation) -> None:
         """NNC's in-place folding: the result takes an operand's buffer where that operand dies here."""
@@ -295,6 +314,7 @@ class _BlockPlanner:
         plans: list[BlockPlan] = []
         # per result, the branches that make it a view, each with the outside values it may be there
         viewed: list[dict[int, set]] = [{} for _ in op.res]
+        twins: dict[SSAValue, list[SSAValue]] = {}  # the other results of the case each may be a view of
         for b, branch in enumerate(op.branches):
             block = branch.block
             placed: dict[SSAValue, SSAValue] = {}
@@ -306,6 +326,7 @@ class _BlockPlanner:
                     viewed[k][b] = {None}
                     self.keep_alive.append((placed[value], result))
                     self.no_fold.add(result)
+                    twins.setdefault(result, []).append(placed[value])
                 elif defined_in(value, block) and not isinstance(value.owner, jx.ConstOp):
                     placed[value] = result
                 else:  # NNC's phi: the result is a view of what this branch yields, kept alive as long
@@ -320,20 +341,29 @@ class _BlockPlanner:
                     slot, before = self.rings.get(result, (byte_size(result.type), 1))
                     self.rings[result] = (slot, max(before, branch_plan.placed_rings[result]))
                 # where the value is wherever it ends (a ring slot, or one of some values from
-                # outside the branch or computed into the result's memory), the result is a view of
-                # it, not a copy
+                # outside the branch or computed into the memory of the result or of another result
+                # of the case), the result is a view of it, not a copy
                 sources = _may_be(value, branch_plan, block)
                 mine = branch_plan.placed_in.get(value, result) is result  # not in another result's memory
-                if mine and sources is not None and all(
-                        branch_plan.placed_in.get(v) is result for v in sources if _computed_in(v, block)):
+                if sources is None or not mine:
+                    continue
+                holders = [branch_plan.placed_in.get(v) for v in sources if _computed_in(v, block)]
+                if all(r in op.res for r in holders):
+                    outside = {v for v in sources if not _computed_in(v, block)}
+                    others = [r for r in dict.fromkeys(holders) if r is not result]
                     for k in (k for k, r in enumerate(op.results) if r is result):
-                        viewed[k][b] = {v for v in sources if not _computed_in(v, block)}
-                    self.keep_alive.extend((v, result) for v in sources if not _computed_in(v, block))
+                        viewed[k][b] = outside | ({None} if others else set())
+                    self.keep_alive.extend((v, result) for v in [*outside, *others])
                     self.no_fold.add(result)
+                    twins.setdefault(result, []).extend(others)
         for k in range(len(op.res)):
             self.case_in_place(index, op, k, plans, viewed[k])
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in viewed]
+        for result, views in zip(op.res, viewed):
+            if views:
+                handed = [v for b in sorted(views) for v in views[b] if v is not None]
+                self.plan.phi_values[result] = tuple(dict.fromkeys([*handed, *twins.get(result, ())]))
         self.temporaries.append((op, max(p.size for p in plans), index))
 
     def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan], viewed: dict[int, set]) -> None:
@@ -395,7 +425,8 @@ class _BlockPlanner:
         for c in longest:
             init, root = op.inits[c], init_roots[c]
             group = self.members.get(root, [root])
-            if (c not in followers and not self.external(init) and self.dies_at(init, index)
+            ring = [results[q] for q in (c, *followers.get(c, ()))] + group
+            if (self.settles(c in followers, ring) and not self.external(init) and self.dies_at(init, index)
                     and init_roots.count(root) == 1 and not self.read_inside(op, root)
                     and not any(m in self.no_fold for m in group)
                     and ((root in self.foldable and root not in self.unsettled)
@@ -414,10 +445,13 @@ class _BlockPlanner:
         followed = {args[p]: results[c] for c, group in followers.items() for p in group}
         # carried values that round 0 finds where an init operand is, outside their ring in the arena
         unsettled = frozenset(
-            args[p] for c, (_, p) in longest.items() if c not in eligible and not self.external(results[c]))
+            args[p] for c, (_, p) in longest.items() if (c not in eligible or p != c) and not self.external(results[c]))
         # carried values of lone positions that another position's next value may be (an inner loop
         # that runs no round hands back its init operand): kept in their slot a round longer
         lent = frozenset(args[c] for c in longest if c not in followers)
+        # carried values that are never computed, only read where they lie (an init operand, a value
+        # from outside the loop): another position's next value may be one of them, read there too
+        stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles) for k in range(len(args)) if k not in origins}
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, holders,
@@ -430,7 +464,7 @@ class _BlockPlanner:
             if stray:
                 unsettled -= stray
                 continue
-            toggles = _toggles(body, body_plan, longest, results, lent, followers)
+            toggles = _toggles(body, body_plan, longest, results, lent, followers, stable.keys())
             # a position may keep the values it lends longer, where it toggles not itself and the borrower
             # never hands its own value back (which would then stay in the lender's slot for good)
             refused = {a for c, sources in toggles.items() for a in sources & lent - {args[c]}
@@ -471,8 +505,8 @@ class _BlockPlanner:
         # operands read in place (its own, its followers'), a lender's ring and its init operand
         elsewhere = {}
         for c, sources in toggles.items():
-            found = [v for v in sources if v not in args]
-            if any(v in args and v not in lent - {args[c]} for v in sources):
+            found = [v for v in sources if v not in args] + [u for v in sources if v in stable for u in stable[v]]
+            if any(v in args and v not in lent - {args[c]} and v not in stable for v in sources):
                 found += [op.inits[j] for j in ((() if c in eligible else (c,)) + tuple(followers.get(c, ())))]
             for q in (args.index(v) for v in sources & lent - {args[c]}):
                 found += [results[q], *([] if q in eligible else [op.inits[q]])]
@@ -495,7 +529,7 @@ class _BlockPlanner:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
                 carries.append(Carry(repeat[c], initial, passed=k in toggles, holds=tuple(followers.get(k, ()))
-                                     if k in toggles else ()))
+                                     if k in toggles else (), shift=int(k != c and c in eligible)))
                 if k in toggles:  # the result may be a value a branch handed back, wherever that is
                     self.keep_alive.extend((v, results[k]) for v in elsewhere[k])
                     self.no_fold.add(results[k])
@@ -516,6 +550,13 @@ class _BlockPlanner:
         self.plan.carries[op] = carries
         self.plan.regions[op] = (0, [cond_plan, body_plan])
         self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
+
+    def settles(self, followed: bool, ring: list[SSAValue]) -> bool:
+        """Whether an origin's init operand may be its ring's slot 0 as far as the positions holding
+        its values go (`ring`: the loop results in the ring and the init operand's buffer): a lone origin; one
+        with followers where their rotated ring (`Carry.shift`) is slots of its own, not an
+        enclosing loop's next view cut in order."""
+        return not followed or all(isinstance(self.dictated[v].owner, jx.CaseOp) for v in ring if v in self.dictated)
 
     def views_of(self, result: SSAValue, values: list[SSAValue]) -> None:
         """`result` is always one of `values`, read in place: it needs no memory of its own, and
@@ -556,7 +597,10 @@ class _BlockPlanner:
                     if repeat == 1:
                         continue  # a case result holding a branch's one-slot ring
                     return False
-                carry = self.plan.carries[loop][loop.results.index(v)]
+                carries = self.plan.carries[loop]
+                if any(c.shift and c.repeat > 1 and r in group for r, c in zip(loop.results, carries)):
+                    return False  # a rotated ring (`settles`) is not an enclosing loop's next view cut in order
+                carry = carries[loop.results.index(v)]
                 inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
                 if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent)
                                            or self.handed_in(i) or i in self.lent
@@ -814,7 +858,7 @@ def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, resul
 
 
 def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozenset,
-             followers: dict) -> dict[int, set[SSAValue]]:
+             followers: dict, stable) -> dict[int, set[SSAValue]]:
     """The origins whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not (or keep to one,
@@ -834,7 +878,7 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     for c in longest:
         into = frozenset({plan.placed_in[yields[c]]} if yields[c] in plan.placed_in else ())
         sources = _view_sources(yields[c], args[c], ((body, plan),), body, into)
-        allowed = lent | {args[p] for p in followers.get(c, ())}
+        allowed = lent | stable | {args[p] for p in followers.get(c, ())}
         if sources is not None and any(v in args and v is not args[c] and v not in allowed for v in sources):
             sources = None
         holder = plan.placed_in.get(yields[c], results[c])
@@ -891,7 +935,9 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
     be instead of being in its memory (a loop result in a ring: the init operands read in place
     before it, none where the loop says how many rounds it runs; a loop result that only passes
     values on: those; a view of a value from outside the block: that value; a case result that
-    some branches hand a value from outside the case: those values). None for any other value."""
+    some branches make a view: the values from outside the case, or other results of it, that it
+    may be there, `phi_values`).
+    None for any other value."""
     if value in plan.may_be:
         return plan.may_be[value]
     root = plan.roots.get(value, value)
@@ -904,14 +950,8 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
             return []  # always in its ring
         if carry.repeat and not carry.passed:
             return [loop.operands[q] for q in carry.initial]
-    case = value.owner
-    if isinstance(case, jx.CaseOp) and case in plan.phis:
-        # a case result viewing, in some branches, a value from outside that case
-        k = case.results.index(value)
-        handed = [case.branches[b].block.last_op.operands[k] for b in plan.phis[case][k]]
-        if handed and not any(_inside(v, case.branches[b].block) for b, v in zip(plan.phis[case][k], handed)):
-            return handed
-    return None
+    handed = plan.phi_values.get(value)  # a case result viewing, in some branches, values from outside the case
+    return None if handed is None else list(handed)
 
 
 def _may_be(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | None:
@@ -950,6 +990,16 @@ def _inside(value: SSAValue, block: Block) -> bool:
         parent = at.parent_op()
         at = parent.parent_block() if parent is not None else None
     return False
+
+
+def _stable_values(k: int, args, yields, inits, cycles: dict) -> list[SSAValue]:
+    """The values a position that no round computes may hold: its init operand where it keeps it,
+    those of its rotation (`_rotation_cycles`), or those it is handed (`_handed_on`)."""
+    if yields[k] is args[k] or yields[k] is inits[k]:
+        return [inits[k]]
+    if k in cycles:
+        return [inits[q] for q in cycles[k]]
+    return [inits[k], *_handed_on(k, args, yields, inits)]
 
 
 def _handed_on(k: int, args, yields, inits) -> list[SSAValue]:
