@@ -448,3 +448,108 @@ def test_a_case_that_hands_back_the_carry_or_views_a_value_of_the_body_toggles(m
     planned = check_program(pick, *args, mode=mode)
     assert planned.last_run.copied_bytes == 0
     assert planned.plan(*args, include_outputs=True).check().copies == ()
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("rounds", [0, 3])
+def test_an_origin_yielded_twice_starts_its_ring_in_its_init_operand(rounds, mode):
+    """The loop yields `nxt` at two positions, and the branch yields the first: a ring of two slots in
+    the case result's memory. `start` dies at the loop, so it is the ring's first slot, and after no
+    round the result is `start` there, not copied into the result (the second position reads the
+    ring from its second slot)."""
+
+    def fn(x, n):
+        def looping(x):
+            start = x * -0.5
+
+            def body(state):
+                i, a, b = state
+                nxt = jnp.clip(b**3, -2.0, 2.0)
+                return i + 1, nxt, nxt
+
+            return lax.while_loop(lambda s: s[0] < n, body, (0, start, start * -0.5))[1]
+
+        return lax.cond(jnp.max(x) > 0.5, looping, jnp.tanh, x)
+
+    views = _copy_free_loop_views(fn, (jnp.arange(4.0), jnp.int32(rounds)), mode)
+    first, second = views[1], views[2]
+    assert first.initial.data == () and second.initial.data != ()
+    assert [s.offset.data for s in second.slots.data] == [s.offset.data for s in first.slots.data[1:] + first.slots.data[:1]]
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_chain_of_cases_computes_a_rotations_next_value_in_place_of_its_oldest(mode):
+    """`d` is `a`, `tanh(a)` or their negation, through two cases, and `a` is the oldest value of the
+    rotation: the chain is one buffer, the oldest value's slot, so no round copies `d` into the
+    ring (a round did where the first case kept its result in the body's own memory)."""
+
+    def fn(x, y):
+        def body(carry, _):
+            a, b = carry
+            flag = jnp.max(y) > 0.5
+            c = lax.cond(~flag, jnp.tanh, lambda v: v, a)
+            d = lax.cond(flag, lambda v: v, lambda v: -v, c)
+            return (b, d), None
+
+        return lax.scan(body, (jnp.sin(x), jnp.cos(y)), None, length=3)[0]
+
+    _copy_free_loop_views(fn, (jnp.arange(4.0), jnp.arange(4.0) - 2.0), mode)
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_next_value_that_may_be_a_value_no_round_computes_toggles(mode):
+    """`a` is handed `x` every round, and `b`'s next value may be `a` through two cases: `b` toggles,
+    reading `a`'s value where it lies (`x`, or the init operand in the first round)."""
+
+    def fn(x, xs):
+        def body(carry, xi):
+            a, b = carry
+            flag = jnp.max(x) > 0.5
+            c = lax.cond(flag, lambda v: -v, lambda v: v, a)
+            return (x, lax.cond(flag, jnp.tanh, lambda v: v, c)), xi
+
+        return lax.scan(body, (jnp.sin(x), x), xs)[0]
+
+    views = _copy_free_loop_views(fn, (jnp.arange(4.0) - 1.0, jnp.arange(3.0)), mode)
+    assert views[2].toggles
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("branch", [0, 1])
+def test_a_branch_yielding_two_values_of_one_ring_makes_the_second_result_a_view_of_the_first(branch, mode):
+    """A rotation's two results lie in one ring, which the first result of the case holds: in that
+    branch the second result is a view of the first's memory, not a copy."""
+
+    def fn(x, k):
+        def rotating(x):
+            def body(carry, _):
+                a, b = carry
+                return (b, a / (1.0 + jnp.abs(a))), None
+
+            return lax.scan(body, (x, x), None, length=4, reverse=True)[0]
+
+        return lax.switch(k, [lambda x: (x, x), rotating], x)
+
+    _copy_free_loop_views(fn, (jnp.arange(4.0), jnp.int32(branch)), mode)
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("k", [-1, 0, 2])
+def test_a_case_handing_on_a_value_through_nested_cases_is_a_view_of_it(k, mode):
+    """The innermost case may hand `q` (a value of the function's block) through two enclosing
+    cases: each result is a view of `q` where it does, not a copy."""
+
+    def fn(x, k):
+        q = x[1:]
+
+        def inner(q):
+            return lax.cond(k > 1, lambda: jnp.concatenate([q[:1], q[:1]]), lambda: q)
+
+        def middle(q):
+            return lax.cond(k > 0, inner, lambda q: q, q)
+
+        return lax.cond(k >= 0, middle, lambda q: q, q), q
+
+    planned = check_program(fn, jnp.arange(3), jnp.int32(k), mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    assert planned.plan(jnp.arange(3), jnp.int32(k), include_outputs=True).check().copies == ()

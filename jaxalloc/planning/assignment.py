@@ -7,11 +7,14 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   plan their own values into (a case's branches share it; a loop's condition and body too).
 - A value a case branch computes and yields is placed where the parent keeps the case result; a
   branch that yields a value from outside makes the result a view of it (NNC's phi), kept alive
-  as long as the result (a loop's carried value too: its slot is not written while it is alive).
+  as long as the result (a loop's carried value too: its slot is not written while it is alive);
+  one whose value lies in another result's memory (yielded twice, a ring holding both) makes the
+  result a view of that result.
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
   folds in place, as an elementwise op does. A case result that is a view in some branches of
-  memory outside the block only (an argument, a value of an enclosing block) still has memory of
+  memory outside the block only (an argument, a value of an enclosing block, a loop body's
+  carried value, or a value in its own buffer that is one of these) still has memory of
   its own, free then, which a later op (or case) may take where the result dies there: a chain of
   cases, each handing such a value on or computing from it, is one buffer, and a branch that
   yields the chain's last result into its parent's memory makes that result a view of what the
@@ -22,8 +25,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   rotation); its ring needs as many slots as rounds it stays in use: R = the longest delay
   where the next value can take the oldest one's place (computed in place into it, or born
   after it died), else one more. So R = 1 for scan's stacked `ys`, 2 for `x = f(x)`, k for a
-  k-long rotation. Where the init operand of a lone position dies at the loop it becomes the
-  ring's first slot: an enclosing loop's carried value too, where that loop lets the value it
+  k-long rotation. Where the init operand of an origin dies at the loop it becomes the ring's
+  first slot (the positions holding its values then read the ring from its second slot,
+  `Carry.shift`): an enclosing loop's carried value too, where that loop lets the value it
   yields take the carry's memory, so the inner loop's result is in that memory however many
   rounds it runs, none included. A position yielded unchanged, or handed its own init operand, keeps that
   operand. Positions that only pass values round a cycle (a swap, a rotation with nothing
@@ -32,7 +36,8 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.passed`):
   those values keep their bytes while the loop runs, and are kept alive as long as its result.
   A position whose next value may be a lone position's carried value (an inner loop that runs no
-  round hands back its init operand, a branch hands it on) toggles, reading it where it lies: the
+  round hands back its init operand, a branch hands it on), or that of a position no round
+  computes, toggles, reading it where it lies: the
   lone position lends it, keeping each value in its ring as many rounds longer as the borrower's
   positions hold it (a slot more each, and one more where its next value is born before their
   last read). An origin whose values other positions hold too (a rotation, a value yielded at
@@ -342,13 +347,14 @@ class _BlockPlanner:
                     self.rings[result] = (slot, max(before, branch_plan.placed_rings[result]))
                 # where the value is wherever it ends (a ring slot, or one of some values from
                 # outside the branch or computed into the memory of the result or of another result
-                # of the case), the result is a view of it, not a copy
+                # of the case: a ring holding both), the result is a view of it, not a copy
                 sources = _may_be(value, branch_plan, block)
-                mine = branch_plan.placed_in.get(value, result) is result  # not in another result's memory
-                if sources is None or not mine:
+                home = branch_plan.placed_in.get(value, result)
+                if sources is None and home is result:
                     continue
-                holders = [branch_plan.placed_in.get(v) for v in sources if _computed_in(v, block)]
+                holders = [home, *(branch_plan.placed_in.get(v) for v in sources or () if _computed_in(v, block))]
                 if all(r in op.res for r in holders):
+                    sources = sources or []
                     outside = {v for v in sources if not _computed_in(v, block)}
                     others = [r for r in dict.fromkeys(holders) if r is not result]
                     for k in (k for k, r in enumerate(op.results) if r is result):
