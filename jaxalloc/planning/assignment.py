@@ -470,7 +470,7 @@ class _BlockPlanner:
             if stray:
                 unsettled -= stray
                 continue
-            toggles = _toggles(body, body_plan, longest, results, lent, followers, stable.keys())
+            toggles = _toggles(body, body_plan, longest, results, lent, followers, frozenset(stable))
             # a position may keep the values it lends longer, where it toggles not itself and the borrower
             # never hands its own value back (which would then stay in the lender's slot for good)
             refused = {a for c, sources in toggles.items() for a in sources & lent - {args[c]}
@@ -524,7 +524,7 @@ class _BlockPlanner:
                 self.join(results[k], op.inits[k])
             elif k in cycles:  # a rotation of carries with nothing computed: each round reads an init in place
                 carries.append(Carry(0, cycles[k]))
-                self.views_of(results[k], [op.inits[q] for q in cycles[k]])
+                self.views_of(results[k], stable[args[k]])
             elif k in origins and origins[k][0] in toggles and k != origins[k][0]:
                 # a toggle ring's value that this position holds too (yielded here too, or passed on):
                 # read where it is, in that ring, an init operand or a value from outside the loop
@@ -550,7 +550,7 @@ class _BlockPlanner:
                     self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
             else:  # handed a value the body does not compute: read where it is
                 carries.append(Carry(0, (k,), passed=True))
-                self.views_of(results[k], [op.inits[k], *_handed_on(k, args, yields, op.inits)])
+                self.views_of(results[k], stable[args[k]])
         for result in results:
             self.computed_into_parent(result)
         self.plan.carries[op] = carries
@@ -559,9 +559,9 @@ class _BlockPlanner:
 
     def settles(self, followed: bool, ring: list[SSAValue]) -> bool:
         """Whether an origin's init operand may be its ring's slot 0 as far as the positions holding
-        its values go (`ring`: the loop results in the ring and the init operand's buffer): a lone origin; one
-        with followers where their rotated ring (`Carry.shift`) is slots of its own, not an
-        enclosing loop's next view cut in order."""
+        its values go (`ring`: the loop results in the ring and the init operand's buffer): a lone
+        origin; one with followers where their rotated ring (`Carry.shift`) is slots of its own,
+        not an enclosing loop's next view cut in order."""
         return not followed or all(isinstance(self.dictated[v].owner, jx.CaseOp) for v in ring if v in self.dictated)
 
     def views_of(self, result: SSAValue, values: list[SSAValue]) -> None:
@@ -864,7 +864,7 @@ def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, resul
 
 
 def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozenset,
-             followers: dict, stable) -> dict[int, set[SSAValue]]:
+             followers: dict, stable: frozenset) -> dict[int, set[SSAValue]]:
     """The origins whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not (or keep to one,
@@ -874,7 +874,8 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     An inner ring holding the values of several positions lies in one position's next view: the
     others read their values in that ring too, so they toggle where that position does (never moved
     into a slot of their own, it is never moved over their values) and are otherwise moved out of it.
-    A position that may be handed another position's carried value toggles where that one is `lent`.
+    A position that may be handed another position's carried value toggles where that one is `lent`,
+    or where no round computes it (`stable`: it stays where it lies).
     An origin whose values other positions hold (`followers`: yielded there too, or passed on in a
     rotation) toggles too, where its next value may be one of those: among a slot for each of these
     positions and one more, the next value going where no position's value is (however their
@@ -942,8 +943,7 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
     before it, none where the loop says how many rounds it runs; a loop result that only passes
     values on: those; a view of a value from outside the block: that value; a case result that
     some branches make a view: the values from outside the case, or other results of it, that it
-    may be there, `phi_values`).
-    None for any other value."""
+    may be there, `phi_values`). None for any other value."""
     if value in plan.may_be:
         return plan.may_be[value]
     root = plan.roots.get(value, value)
@@ -956,7 +956,7 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
             return []  # always in its ring
         if carry.repeat and not carry.passed:
             return [loop.operands[q] for q in carry.initial]
-    handed = plan.phi_values.get(value)  # a case result viewing, in some branches, values from outside the case
+    handed = plan.phi_values.get(value)
     return None if handed is None else list(handed)
 
 
