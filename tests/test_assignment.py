@@ -450,8 +450,7 @@ def test_a_case_that_hands_back_the_carry_or_views_a_value_of_the_body_toggles(m
     assert planned.plan(*args, include_outputs=True).check().copies == ()
 
 
-@pytest.mark.parametrize("mode", ["checked", "compiled"])
-@pytest.mark.parametrize("rounds", [0, 3])
+@pytest.mark.parametrize("rounds, mode", [(0, "checked"), (3, "compiled")])
 def test_an_origin_yielded_twice_starts_its_ring_in_its_init_operand(rounds, mode):
     """The loop yields `nxt` at two positions, and the branch yields the first: a ring of two slots in
     the case result's memory. `start` dies at the loop, so it is the ring's first slot, and after no
@@ -514,8 +513,7 @@ def test_a_next_value_that_may_be_a_value_no_round_computes_toggles(mode):
     assert views[2].toggles
 
 
-@pytest.mark.parametrize("mode", ["checked", "compiled"])
-@pytest.mark.parametrize("branch", [0, 1])
+@pytest.mark.parametrize("branch, mode", [(1, "checked"), (0, "compiled")])
 def test_a_branch_yielding_two_values_of_one_ring_makes_the_second_result_a_view_of_the_first(branch, mode):
     """A rotation's two results lie in one ring, which the first result of the case holds: in that
     branch the second result is a view of the first's memory, not a copy."""
@@ -533,8 +531,7 @@ def test_a_branch_yielding_two_values_of_one_ring_makes_the_second_result_a_view
     _copy_free_loop_views(fn, (jnp.arange(4.0), jnp.int32(branch)), mode)
 
 
-@pytest.mark.parametrize("mode", ["checked", "compiled"])
-@pytest.mark.parametrize("k", [-1, 0, 2])
+@pytest.mark.parametrize("k, mode", [(0, "checked"), (2, "compiled")])
 def test_a_case_handing_on_a_value_through_nested_cases_is_a_view_of_it(k, mode):
     """The innermost case may hand `q` (a value of the function's block) through two enclosing
     cases: each result is a view of `q` where it does, not a copy."""
