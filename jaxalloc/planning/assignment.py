@@ -352,9 +352,9 @@ class _BlockPlanner:
                 home = branch_plan.placed_in.get(value, result)
                 if sources is None and home is result:
                     continue
-                holders = [home, *(branch_plan.placed_in.get(v) for v in sources or () if _computed_in(v, block))]
+                sources = sources or []
+                holders = [home, *(branch_plan.placed_in.get(v) for v in sources if _computed_in(v, block))]
                 if all(r in op.res for r in holders):
-                    sources = sources or []
                     outside = {v for v in sources if not _computed_in(v, block)}
                     others = [r for r in dict.fromkeys(holders) if r is not result]
                     for k in (k for k, r in enumerate(op.results) if r is result):
