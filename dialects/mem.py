@@ -24,6 +24,9 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   position's value on to, or yields it at too, whose value this position's next one may be): the
   next value goes into the first slot that none of these current values is in, one of a slot for
   each position and one more.
+- `#mem.next<1, 1>` on an op of a loop body: the value is computed into the second slot of position
+  1's toggle ring that no current value is in (`#mem.next<1>`, the first, holds another value
+  that the next one may be, computed in the same round): one slot more for each.
 - `#mem.views<initial = [0], slots = [#mem.next<1>, #mem.next<1>]>`: a loop inside a loop body whose
   ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
   inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.
@@ -78,22 +81,29 @@ class SlotAttr(ParametrizedAttribute):
 
 @irdl_attr_definition
 class NextAttr(ParametrizedAttribute):
-    """The slot that carried position `position` of the enclosing loop reads in the next round."""
+    """The slot that carried position `position` of the enclosing loop reads in the next round; for a
+    toggle ring, `#mem.next<k, n>` is its `n`-th free slot (`ViewsAttr.toggle`): a round that computes
+    several values that may each be the next one computes them into slots apart."""
 
     name = "mem.next"
 
     position: IntAttr
+    nth: IntAttr
 
-    def __init__(self, position: int):
-        super().__init__(IntAttr(position))
+    def __init__(self, position: int, nth: int = 0):
+        super().__init__(IntAttr(position), IntAttr(nth))
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            return (IntAttr(parser.parse_integer(allow_boolean=False, allow_negative=False)),)
+            position = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            nth = 0
+            if parser.parse_optional_punctuation(",") is not None:
+                nth = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        return (IntAttr(position), IntAttr(nth))
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.position.data}>")
+        printer.print_string(f"<{self.position.data}, {self.nth.data}>" if self.nth.data else f"<{self.position.data}>")
 
 
 class Yielded:
@@ -151,14 +161,14 @@ class ViewsAttr(ParametrizedAttribute):
     def toggles(self) -> bool:
         return bool(self.yielded.data and self.slots.data)
 
-    def toggle(self, current: int | None, *held: int | None) -> SlotAttr:
-        """Where a toggle ring's next value goes: the first slot that neither the current value (at
-        arena offset `current`, None outside the arena) nor those of the positions it `holds` are
-        in; a ring of one slot, that slot (the next value may be computed where the current one
-        is, in place)."""
+    def toggle(self, current: int | None, *held: int | None, nth: int = 0) -> SlotAttr:
+        """Where a toggle ring's next value goes: the first slot (the `nth` after it, counting from 0)
+        that neither the current value (at arena offset `current`, None outside the arena) nor those
+        of the positions it `holds` are in; a ring of one slot, that slot (the next value may be
+        computed where the current one is, in place)."""
         taken = [at for at in (current, *held) if at is not None]
-        return next((s for s in self.slots.data if not any(s.offset.data <= at < s.end for at in taken)),
-                    self.slots.data[0])
+        free = [s for s in self.slots.data if not any(s.offset.data <= at < s.end for at in taken)]
+        return free[nth] if nth < len(free) else self.slots.data[0]
 
     def within(self, next_views) -> ViewsAttr:
         """These views in one round of the enclosing loop: a ring in its next view of a position
@@ -176,10 +186,10 @@ class ViewsAttr(ParametrizedAttribute):
         nexts = {s for s in self.slots.data if isinstance(s, NextAttr)}
         if nexts and (len(nexts) > 1 or not all(isinstance(s, NextAttr) for s in self.slots.data) or self.yielded.data):
             raise VerifyException("a ring in the enclosing loop's next view has #mem.next slots of one position only")
+        if any(s.nth.data for s in nexts):
+            raise VerifyException("a ring in the enclosing loop's next view lies in its first free slot (#mem.next<k>)")
         if len({s.size.data for s in self.slots.data if isinstance(s, SlotAttr)}) > 1:
             raise VerifyException("the slots of #mem.views must all have one size")
-        if self.yielded.data and len(self.slots) > 2 + len(self.holds):
-            raise VerifyException("a toggle ring has one or two slots, and one more for each position it holds")
         if self.holds.data and not (self.yielded.data and self.slots.data):
             raise VerifyException("only a toggle ring holds other positions' values")
 

@@ -52,8 +52,19 @@ def test_a_toggle_ring_computes_into_the_slot_the_current_value_is_not_in():
     assert views.toggle(None) == a and views.toggle(512) == a and views.toggle(0) == b and views.toggle(64) == a
     one = ViewsAttr([0], [a], yielded=True)  # the next value computed where the current one is
     assert one.toggles and one.toggle(None) == a and one.toggle(0) == a and one.toggle(512) == a
-    with pytest.raises(VerifyException, match="one or two slots, and one more for each position it holds"):
-        ViewsAttr([0], [a, b, SlotAttr(128, 64)], yielded=True)
+
+
+def test_a_toggle_ring_computes_a_second_value_of_the_round_into_its_second_free_slot():
+    a, b, c = SlotAttr(0, 64), SlotAttr(64, 64), SlotAttr(128, 64)
+    pool = ViewsAttr([0], [a, b, c], yielded=True)
+    assert [pool.toggle(None, nth=n) for n in range(3)] == [a, b, c]
+    assert [pool.toggle(64, nth=n) for n in range(2)] == [a, c] and pool.toggle(0, nth=1) == c
+    ctx = Context()
+    ctx.load_dialect(MEM)
+    for text, attr in (("#mem.next<1, 2>", NextAttr(1, 2)), ("#mem.next<1>", NextAttr(1))):
+        assert str(attr) == text and Parser(ctx, text).parse_attribute() == attr
+    with pytest.raises(VerifyException, match="first free slot"):
+        ViewsAttr([1], [NextAttr(2, 1)])
 
 
 def test_a_toggle_ring_that_holds_another_positions_value_computes_into_a_slot_neither_is_in():
@@ -68,8 +79,6 @@ def test_a_toggle_ring_that_holds_another_positions_value_computes_into_a_slot_n
     ctx = Context()
     ctx.load_dialect(MEM)
     assert str(views) == text and Parser(ctx, text).parse_attribute() == views
-    with pytest.raises(VerifyException, match="one more for each position it holds"):
-        ViewsAttr([0], [a, b, c, SlotAttr(192, 64)], yielded=True, holds=[2])
     with pytest.raises(VerifyException, match="only a toggle ring holds"):
         ViewsAttr([0], [a], holds=[2])
 

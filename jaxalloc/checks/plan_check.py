@@ -16,7 +16,8 @@ read fails only where some path both reaches the value through that instance and
 the instance before (a loop result that is its init operand after zero rounds is not blamed
 for a later round overwriting that operand). A value also knows the paths on which it is outside
 the arena, so that a write into a toggle ring goes, path by path, to the first slot that neither
-the carried value nor the values of the positions it holds are in on that path; each round, the
+the carried value nor the values of the positions it holds are in on that path (`#mem.next<k, n>`:
+the `n`-th such slot after it); each round, the
 places of these values are a region of its own, whose paths are their places, so that a few sets
 of paths stand for where the next value goes, however many branches and rounds led there. The
 walk also lists the copies the executor would make (a value the plan does not put where it is
@@ -29,6 +30,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
@@ -325,6 +327,8 @@ class _Walk:
         self.func, self.arena_bytes = func, arena_bytes
         self.rounds: list[tuple[Operation, int]] = []
         self.next_views: list[list[SlotAttr | None]] = []
+        self.further: list[dict] = []
+        """Per loop being walked, per toggle ring: its `nth` free slot on each path."""
         self.copies: list[str] = []
         self.rounds_walked = 0
         self.serial = 0
@@ -388,7 +392,13 @@ class _Walk:
         if isinstance(slots, ArrayAttr):
             place = slots.data[k]
         if isinstance(place, NextAttr):
-            place = self.next_views[-1][place.position.data]
+            position, nth = place.position.data, place.nth.data
+            place = self.next_views[-1][position]
+            if nth:  # a toggle ring's further free slot
+                if position not in self.further[-1]:
+                    raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} is computed into "
+                                        f"#mem.next<{position}, {nth}>, but position {position} does not toggle")
+                place = self.further[-1][position](nth)
             if isinstance(place, list):  # a toggle ring: the slot depends on the path
                 return [(slot, both) for slot, guard in place if (both := _both(guard, self.guard)) is not None]
         place = self.check_slot(op.results[k], place)
@@ -542,20 +552,22 @@ class _Walk:
                 break
             self.guard = _both(outer, ((region, exit_at(round_ + 1)),))
             following = [view.view(round_ + 1) for view in views]
-            next_views = []
+            next_views, further = [], {}
             for k, (view, at) in enumerate(zip(views, following)):
                 if view.toggles:
                     held = (k, *view.held)
-                    bound, toggled = self.toggled(view, [state[j] for j in held])
+                    bound, further[k] = self.toggled(view, [state[j] for j in held])
                     for j, located in zip(held, bound):
                         state[j] = located
-                    next_views.append(toggled)
+                    next_views.append(further[k](0))
                 else:
                     next_views.append(at if isinstance(at, SlotAttr) else None)
             self.next_views.append(next_views)
+            self.further.append(further)
             env.update(zip(body.args, state))
             yielded = self.block(body, env)
             self.next_views.pop()
+            self.further.pop()
             state, moved = [], {}
             for k, (at, located, value) in enumerate(zip(following, yielded, body.last_op.operands)):
                 if isinstance(at, int):
@@ -596,7 +608,7 @@ class _Walk:
     def at(self, slot: SlotAttr | None) -> list[tuple[SlotAttr, Guard]] | None:
         return None if slot is None else [(slot, self.guard)]
 
-    def toggled(self, view: ViewsAttr, held: list[_Located]) -> tuple[list[_Located], list[tuple[SlotAttr, Guard]]]:
+    def toggled(self, view: ViewsAttr, held: list[_Located]) -> tuple[list[_Located], Callable]:
         """Where a toggle ring's next value goes: the first slot that neither its current value nor
         the values of the positions it holds (`held`, the current value first) are in. Which slot
         that is depends on the paths (each round a branch computes the next value or hands the
@@ -605,7 +617,8 @@ class _Walk:
         own (its paths: the places, each an offset or None outside the arena, one per value), and
         the values are returned bound to it: each of their instances on the paths where the value
         is in its place. The next value goes to one slot on the paths of the places it toggles from
-        there."""
+        there: the function returned gives those slots and paths, for the first free slot or the
+        `nth` after it."""
         self._regions += 1
         region = self._regions
         combos = list(itertools.product(*({at for at, _ in located.places(self.guard)} for located in held)))
@@ -624,10 +637,15 @@ class _Walk:
                           frozenset((i, _both(g, there(holders[i, g], i.start))) for i, g in located.instances),
                           frozenset(_both(g, there((j,), None)) for g in located.away))
                  for j, located in enumerate(held)]
-        targets: dict[SlotAttr, set] = {}
-        for combo in combos:
-            targets.setdefault(view.toggle(*combo), set()).add(combo)
-        return bound, [(slot, _both(self.guard, ((region, frozenset(at)),))) for slot, at in targets.items()]
+        guard = self.guard
+
+        def slots(nth: int) -> list[tuple[SlotAttr, Guard]]:
+            targets: dict[SlotAttr, set] = {}
+            for combo in combos:
+                targets.setdefault(view.toggle(*combo, nth=nth), set()).add(combo)
+            return [(slot, _both(guard, ((region, frozenset(at)),))) for slot, at in targets.items()]
+
+        return bound, slots
 
     def same_value(self, op: jx.WhileOp, k: int, round_: int, read: _Located, carried: _Located) -> None:
         """A round that reads an init operand in place must be carrying that very value."""

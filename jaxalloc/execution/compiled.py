@@ -215,6 +215,13 @@ def _modulo(round_, n: int):
     return lax.convert_element_type(lax.rem(lax.convert_element_type(round_, np.uint32), np.uint32(n)), np.int32)
 
 
+def _either_slot(busy, taken, free):
+    """`free` where `busy` is False (None: known free), else `taken`: offsets, each an int or traced."""
+    if busy is None or _same(taken, free):
+        return free
+    return lax.select(busy, np.int32(taken) if isinstance(taken, int) else taken, np.int32(free) if isinstance(free, int) else free)
+
+
 def _entry(values: Sequence[Any], index):
     """`values[index]` at a traced index within them: selects, which XLA fuses into their readers."""
     if all(isinstance(v, int) for v in values) and len(set(values)) == 1:
@@ -281,18 +288,18 @@ class _Ring:
             kinds.add("at")  # a guess: widened where the body yields something else
         return kinds.pop() if len(kinds) == 1 else "either"
 
-    def toggle(self, *values):
-        """A toggle ring's next slot: the first that none of `values` (the current value and those
-        of the positions it holds) is in; where every slot holds one, the first."""
-        choice = self.slots[0]
-        for slot in reversed(self.slots):  # each slot where it is free, else the choice after it
+    def toggle(self, *values, nth: int = 0):
+        """A toggle ring's next slot: the first (the `nth` after it) that none of `values` (the
+        current value and those of the positions it holds) is in; where too few are free, the first."""
+        # picks[m]: the m-th free slot among those after the one looked at, slots looked at last first
+        picks = [self.slots[0]] * (nth + 1)
+        for slot in reversed(self.slots):
             taken = [t for t in (self._in(value, slot) for value in values) if t is not False]
-            if not taken:
-                choice = slot
-            elif not any(t is True for t in taken):
-                busy = functools.reduce(lax.bitwise_or, taken)
-                choice = lax.select(busy, np.int32(choice) if isinstance(choice, int) else choice, np.int32(slot))
-        return choice
+            if any(t is True for t in taken):
+                continue
+            busy = functools.reduce(lax.bitwise_or, taken) if taken else None
+            picks = [_either_slot(busy, pick, slot if m == 0 else picks[m - 1]) for m, pick in enumerate(picks)]
+        return picks[nth]
 
     def _in(self, value, slot):
         """Whether `value` lies in `slot` (False, True or a traced bool)."""
@@ -571,6 +578,12 @@ class CompiledFunctions(ArenaFunctions):
                 if bound:
                     raise _Retrace() from found
                 self.threaded = start
+
+    def where(self, place):
+        if isinstance(place, NextAttr) and place.nth.data:  # a toggle ring's further free slot
+            ring, k = self._rings[place.position.data], place.position.data
+            return ring.toggle(self._state[k], *(self._state[j] for j in ring.held), nth=place.nth.data)
+        return super().where(place)
 
     # -- ops ------------------------------------------------------------------------------------
 
@@ -891,8 +904,8 @@ class CompiledFunctions(ArenaFunctions):
 
     def step(self, interpreter: Interpreter, op: jx.WhileOp, rings, inits, layouts, round_, state) -> tuple:
         """Run the body in (traced) round `round_`; where each value is in the next round."""
-        outer = self._next, self._rings
-        self._rings = rings
+        outer = self._next, self._rings, self._state
+        self._rings, self._state = rings, state
         self._next = tuple(g.toggle(s, *(state[j] for j in g.held)) if g.toggles else g.slot(round_ + 1)
                            for g, s in zip(rings, state))
         try:
@@ -907,7 +920,7 @@ class CompiledFunctions(ArenaFunctions):
             later = [k for k in ring if due[k] is not True]
             carried = replace(carried, later, [self.place(carried[k], layouts[k], self._next[k], due[k]) for k in later])
         finally:
-            self._next, self._rings = outer
+            self._next, self._rings, self._state = outer
         return self.arrive(rings, round_ + 1, inits, carried, layouts)
 
     def place(self, value, layout: Layout, offset, due):

@@ -171,6 +171,8 @@ class ArenaFunctions(JxFunctions):
     _next: tuple[int | None, ...] = ()
     _views: list[ViewsAttr] = field(default_factory=list)
     """The multi-views of the loop whose body is being run (`_next`: its next round's places)."""
+    _state: tuple = ()
+    """Where that loop's carried values are in the round being run."""
 
     @property
     def copied_bytes(self) -> int:
@@ -196,6 +198,9 @@ class ArenaFunctions(JxFunctions):
     def where(self, place: SlotAttr | NextAttr | None) -> int | None:
         """The arena offset of a place in the round being run (None: outside the arena)."""
         if isinstance(place, NextAttr):
+            if place.nth.data:  # a toggle ring's further free slot
+                k = place.position.data
+                return _next_place(self._views[k], 0, self._state, k, place.nth.data)
             return self._next[place.position.data]
         return None if place is None else place.offset.data
 
@@ -245,10 +250,11 @@ class ArenaFunctions(JxFunctions):
         self.arena.current, rounds = op, self.arena.rounds
         rounds.append([op, 0])
         state, round_ = self._outside(views, 0, self._round(views, 0, args, args), layouts), 0
-        outer_next, outer_views = self._next, self._views
+        outer_next, outer_views, outer_state = self._next, self._views, self._state
         try:
             while self._holds(self.run_block(interpreter, op.cond.block, state)[0], op.cond.block):
                 self._next, self._views = tuple(_next_place(v, round_ + 1, state, k) for k, v in enumerate(views)), views
+                self._state = state
                 yielded = self.run_block(interpreter, op.body.block, state)
                 round_ += 1
                 self.arena.current, rounds[-1][1] = op, round_
@@ -259,7 +265,7 @@ class ArenaFunctions(JxFunctions):
                 state = self._outside(views, round_, self._round(views, round_, args, carried), layouts)
             _ran(op, round_)
         finally:
-            self._next, self._views = outer_next, outer_views
+            self._next, self._views, self._state = outer_next, outer_views, outer_state
             rounds.pop()
         return state
 
@@ -345,12 +351,13 @@ def twice(block: Block, phis, branch: int, results: tuple) -> tuple[list[int], l
     return positions, values
 
 
-def _next_place(views: ViewsAttr, round_: int, state: Sequence[Located], k: int) -> int | None:
+def _next_place(views: ViewsAttr, round_: int, state: Sequence[Located], k: int, nth: int = 0) -> int | None:
     """Where the body computes carried position `k`'s value for round `round_`: that round's view,
-    or for a toggle ring the slot that neither its current value nor those it holds are in."""
+    or for a toggle ring the slot (the `nth` free one) that neither its current value nor those it
+    holds are in."""
     if views.toggles:
         places = [state[j] if isinstance(state[j], int) else None for j in (k, *views.held)]
-        return views.toggle(*places).offset.data
+        return views.toggle(*places, nth=nth).offset.data
     return _offset(views.view(round_))
 
 
