@@ -10,6 +10,7 @@ import jaxalloc
 from corpus_programs import PROGRAMS
 from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import NextAttr
 from jaxalloc.planning.assignment import Carry, plan_function
 from jaxalloc.planning.plan import make_plan
 from random_programs import random_program
@@ -550,3 +551,50 @@ def test_a_case_handing_on_a_value_through_nested_cases_is_a_view_of_it(k, mode)
     planned = check_program(fn, jnp.arange(3), jnp.int32(k), mode=mode)
     assert planned.last_run.copied_bytes == 0
     assert planned.plan(jnp.arange(3), jnp.int32(k), include_outputs=True).check().copies == ()
+
+
+def _spare_slots(fn, args) -> list[int]:
+    """The `n` of every `#mem.next<k, n>` the plan of `fn` (outputs inside the arena) writes onto an op."""
+    module = jaxalloc.planned(fn).plan(*args, include_outputs=True).module
+    places = [op.attributes.get("mem.slot") for op in module.walk()]
+    return [p.nth.data for p in places if isinstance(p, NextAttr) and p.nth.data]
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_next_value_that_may_be_either_of_two_values_of_the_body_computes_each_into_a_free_slot(mode):
+    """An inner loop of `n` rounds swaps `u` and `w`, both computed in the body, so the next value is
+    either: each is computed into a free slot of its own of the position's toggle ring (the second
+    into `#mem.next<k, 1>`), one more slot than the current value and one next value need; no round
+    copies it there (one did, each round, where the plan kept `u` and `w` in the body's memory)."""
+
+    def fn(x, ns):
+        def body(carry, n):
+            u, w = jnp.sin(carry), jnp.cos(x) * 2.0
+            return lax.fori_loop(0, n, lambda _, c: (c[1], c[0]), (u, w))[0], None
+
+        return lax.scan(body, x, ns)[0]
+
+    args = (jnp.arange(4.0), jnp.array([0, 1, 2, 3, 1], jnp.int32))
+    views = _copy_free_loop_views(fn, args, mode)
+    assert views[1].toggles and len(views[1].slots) == 3
+    assert _spare_slots(fn, args) == [1]
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_case_handing_on_a_value_another_branch_computes_from_puts_both_in_free_slots(mode):
+    """One branch computes `j @ j.T` from `j`, one hands `j` on, one hands back the carried value:
+    `j` is computed into the toggle ring's second free slot, so the branch computing from it writes
+    the first, and whichever the case yields is the next value where it lies (a round copied `j`
+    there before)."""
+
+    def fn(x, ks):
+        def body(carry, k):
+            j = lax.cummax(x, axis=1)
+            return lax.switch(k, [lambda: j @ j.T, lambda: j, lambda: carry]), None
+
+        return lax.scan(body, x * 2, ks)[0]
+
+    args = (jnp.arange(9).reshape(3, 3) % 4, jnp.array([0, 1, 2, 0, 2, 1], jnp.int32))
+    views = _copy_free_loop_views(fn, args, mode)
+    assert views[1].toggles
+    assert _spare_slots(fn, args) == [1]

@@ -5,7 +5,8 @@
 - `jx-assign-buffers{allocator=nnc alignment=64 include-outputs=false}` plans every function and
   writes the plan onto the IR: `mem.arena` on the function, `mem.slot` on every op whose result
   has a fixed place (`mem.slots` for several results) or, in a loop body, is computed into the
-  next round's view of a carried position (`#mem.next<k>`), `mem.views` on every loop, and
+  next round's view of a carried position (`#mem.next<k>`; `#mem.next<k, n>`, the `n`-th free slot
+  of its toggle ring after the first), `mem.views` on every loop, and
   `mem.phi` on a case whose result is, in some branches, a view of the value the branch yields.
   A function planned with donated arguments (`make_plan(..., donated=...)`) also gets `mem.args`,
   each argument's slot (size 0 for one outside the arena), where a call writes it.
@@ -154,11 +155,15 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
             for source in body.may_be.get(value, ()):  # a loop result's value the body computes there
                 if body.placed_in.get(source) is op.results[c] and not isinstance(source, BlockArgument):
                     roots.setdefault(body.roots[source], c)
+    for spare in body.spares:  # values in further free slots of a toggle ring
+        if body.placed_in.get(spare) in op.results:
+            roots.setdefault(body.roots[spare], op.results.index(body.placed_in[spare]))
     # an inner loop's ring of several slots: the values after the loop are in whichever slot, read in place
     rings = {body.roots[r]: r.owner for r in body.roots
              if isinstance(r.owner, jx.WhileOp) and body.carries[r.owner][r.owner.results.index(r)].repeat > 1}
+    nth = {body.roots[v]: n for v, n in body.spares.items()}  # a toggle ring's further free slot
     return {
-        value: NextAttr(roots[root])
+        value: NextAttr(roots[root], nth.get(root, 0))
         for value, root in body.roots.items()
         if root in roots and value in body.placed_in and not isinstance(value, BlockArgument)
         and not (root in rings and rings[root].is_before_in_block(value.owner))

@@ -43,7 +43,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   last read). An origin whose values other positions hold too (a rotation, a value yielded at
   several positions) and whose next value may be one of those values toggles among a slot for
   each of these positions and one more (`Carry.holds`), the others reading their values where
-  they lie.
+  they lie. A position whose next value may be any of several values of the body alive together
+  (an inner loop that swaps them, a case that computes from one and hands it on in another
+  branch) toggles among a slot for each and one more: the first free slot takes one of them, the
+  second free slot the next (`BlockPlan.spares`, `#mem.next<k, n>`), none where the current value is.
 
 Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
 function's block from the start to the last use, which values may be computed into in place.
@@ -135,6 +138,9 @@ class BlockPlan:
     toggle_holders: set[SSAValue] = field(default_factory=set)
     """Parent values holding a toggle ring of this block's, whose slots are fixed offsets: never an
     enclosing loop's next view."""
+    spares: dict[SSAValue, int] = field(default_factory=dict)
+    """Values of a loop body computed into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`),
+    by value: where the next value may be any of several values of the body alive together."""
 
 
 class _Merge:
@@ -183,8 +189,9 @@ class _BlockPlanner:
 
     def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
                  ring_holders: frozenset = frozenset(), donated: set = frozenset(), unsettled: frozenset = frozenset(),
-                 lent: frozenset = frozenset(), followed: dict | None = None):
+                 lent: frozenset = frozenset(), followed: dict | None = None, pools: bool = False):
         self.block, self.options, self.ring_holders, self.donated = block, options, ring_holders, donated
+        self.pools = pools  # whether a next value that may be one of several values of this body puts each apart
         self.outside, self.dictated, self.foldable, self.unsettled = outside, dictated, foldable, unsettled
         self.lent = lent  # carried values of this body that may be another position's next value (`loop`)
         self.followed = followed or {}  # carried values of this body held in the toggle ring of another's next view
@@ -370,6 +377,12 @@ class _BlockPlanner:
             if views:
                 handed = [v for b in sorted(views) for v in views[b] if v is not None]
                 self.plan.phi_values[result] = tuple(dict.fromkeys([*handed, *twins.get(result, ())]))
+                # values of this block a branch hands on where the result is the loop's next value
+                parent = self.dictated.get(result)
+                if parent is not None and self.apart(parent):
+                    self.computed_apart([v for v in dict.fromkeys(handed) if defined_in(v, self.block)
+                                         and not isinstance(v, BlockArgument) and self.unplaced(v)
+                                         and byte_size(v.type) == byte_size(result.type)], parent)
         self.temporaries.append((op, max(p.size for p in plans), index))
 
     def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan], viewed: dict[int, set]) -> None:
@@ -458,10 +471,11 @@ class _BlockPlanner:
         # carried values that are never computed, only read where they lie (an init operand, a value
         # from outside the loop): another position's next value may be one of them, read there too
         stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles) for k in range(len(args)) if k not in origins}
+        pools = True
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, holders,
-                                    unsettled=unsettled, lent=lent, followed=followed)
+                                    unsettled=unsettled, lent=lent, followed=followed, pools=pools)
             # an unsettled value whose next value is not then in its next view would be copied there
             # every round: its inner rings start in its slot instead, copying only where round 0 finds
             # the init operand elsewhere and an inner loop runs no round
@@ -470,7 +484,13 @@ class _BlockPlanner:
             if stray:
                 unsettled -= stray
                 continue
-            toggles = _toggles(body, body_plan, longest, results, lent, followers, frozenset(stable))
+            # the positions whose next value may be one of several values of the body, each in a free slot
+            pooled = {c: max(n for v, n in body_plan.spares.items() if body_plan.placed_in.get(v) is results[c])
+                      for c in longest if any(body_plan.placed_in.get(v) is results[c] for v in body_plan.spares)}
+            toggles = _toggles(body, body_plan, longest, results, lent, followers, frozenset(stable), frozenset(pooled))
+            if any(c not in toggles for c in pooled):
+                pools = False  # such a position that cannot toggle: its values are copied there instead
+                continue
             # a position may keep the values it lends longer, where it toggles not itself and the borrower
             # never hands its own value back (which would then stay in the lender's slot for good)
             refused = {a for c, sources in toggles.items() for a in sources & lent - {args[c]}
@@ -486,8 +506,8 @@ class _BlockPlanner:
             wrong |= {args[longest[c][1]] for c in toggles if c in followers}  # nor into its oldest value
             # a toggle ring of one slot: the next value computed where the current one is, in place
             # or after its last read; else of two, the next value never computed into the current's
-            one_slot = {c for c in toggles
-                        if c not in followers and _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
+            one_slot = {c for c in toggles if c not in followers and c not in pooled
+                        and _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
             wrong |= {args[c] for c in toggles if c not in one_slot}
             if not wrong & foldable.keys():
                 break
@@ -496,7 +516,7 @@ class _BlockPlanner:
         repeat = {}
         for c, (delay, p) in longest.items():
             if c in toggles:  # a slot for the next value beside the current value of every position holding one
-                repeat[c] = 1 if c in one_slot else 2 + len(followers.get(c, ()))
+                repeat[c] = 1 if c in one_slot else 2 + len(followers.get(c, ())) + pooled.get(c, 0)
             elif c in lenders:  # a lent value stays in its slot as long as the borrower's positions hold it,
                 # the slot written again after their last read in the round they read it last, or a round later
                 kept = max(longest[k][0] for k in lenders[c])
@@ -575,14 +595,40 @@ class _BlockPlanner:
     def computed_into_parent(self, result: SSAValue) -> None:
         """A loop result that is one of several values, yielded into a parent value's memory (a case
         result, a next round's view): the one of them this block computes is computed there, so the
-        result is where its value is, in that memory or outside this block, and is never copied."""
+        result is where its value is, in that memory or outside this block, and is never copied.
+        Where this block computes several (an inner loop that swaps them), alive together, and the
+        parent is the next view of the loop whose body this is: each into a free slot of its own
+        (`spares`), the position toggling among them (`pools`)."""
         parent = self.dictated.get(result)
         if parent is None or result not in self.plan.may_be:
             return
-        own = [v for v in self.plan.may_be[result] if not self.external(v) and not any(
-            m in self.dictated or m in self.views_only for m in self.members.get(self.merge.find(v), [v]))]
+        own = [v for v in self.plan.may_be[result] if self.unplaced(v)]
         if len(own) == 1:
             self.dictated[own[0]] = parent
+        elif self.apart(parent) and len({byte_size(v.type) for v in own}) == 1:
+            self.dictated[own[0]] = parent
+            self.computed_apart(own[1:], parent)
+
+    def unplaced(self, value: SSAValue) -> bool:
+        """Whether `value`'s buffer is this block's, in no parent's memory, and no view of others."""
+        return not self.external(value) and not any(
+            m in self.dictated or m in self.views_only for m in self.members.get(self.merge.find(value), [value]))
+
+    def apart(self, parent: SSAValue) -> bool:
+        """Whether values this block computes that the next value of its loop may be can each go to a
+        free slot of their own of `parent`'s toggle ring (`parent`: the position's next view)."""
+        return self.pools and parent.owner is self.block.parent_op()
+
+    def computed_apart(self, values: list[SSAValue], parent: SSAValue) -> None:
+        """`values` of this block that the next value of its loop may be, alive together with the value
+        computed into `parent` (its next view): each into a free slot of its own of that position's
+        toggle ring, after those the others take (`spares`). Not a loop's ring: one in a next view
+        is cut from its first free slot."""
+        values = [v for v in values if not any(m in self.rings for m in self.members.get(self.merge.find(v), [v]))]
+        first = 1 + max((n for v, n in self.plan.spares.items() if self.dictated.get(v) is parent), default=0)
+        for n, value in enumerate(values, start=first):
+            self.dictated[value] = parent
+            self.plan.spares[value] = n
 
     def holds_ring(self, value: SSAValue, group: list[SSAValue], repeat: int) -> bool:
         """Whether the parent value `value` is computed into may hold `group`'s ring of `repeat`
@@ -716,10 +762,10 @@ class _BlockPlanner:
 
 def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
                 ring_holders: frozenset = frozenset(), donated: set = frozenset(),
-                unsettled: frozenset = frozenset(), lent: frozenset = frozenset(), followed: dict | None = None
-                ) -> BlockPlan:
+                unsettled: frozenset = frozenset(), lent: frozenset = frozenset(), followed: dict | None = None,
+                pools: bool = False) -> BlockPlan:
     return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated, unsettled,
-                         lent, followed).run()
+                         lent, followed, pools).run()
 
 
 @dataclass(frozen=True)
@@ -864,7 +910,7 @@ def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, resul
 
 
 def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozenset,
-             followers: dict, stable: frozenset) -> dict[int, set[SSAValue]]:
+             followers: dict, stable: frozenset, pooled: frozenset) -> dict[int, set[SSAValue]]:
     """The origins whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not (or keep to one,
@@ -879,7 +925,8 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     An origin whose values other positions hold (`followers`: yielded there too, or passed on in a
     rotation) toggles too, where its next value may be one of those: among a slot for each of these
     positions and one more, the next value going where no position's value is (however their
-    values may lie, one slot is free)."""
+    values may lie, one slot is free). A position whose next value may be one of several values of
+    the body (`pooled`: each computed into a free slot of its own) toggles too."""
     args, yields = body.args, body.last_op.operands
     found = {}
     for c in longest:
@@ -889,7 +936,7 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
         if sources is not None and any(v in args and v is not args[c] and v not in allowed for v in sources):
             sources = None
         holder = plan.placed_in.get(yields[c], results[c])
-        if sources is not None and (sources or holder in plan.placed_rings):
+        if sources is not None and (sources or holder in plan.placed_rings or c in pooled):
             found[c] = sources, holder
     toggled = {results[c] for c, (_, holder) in found.items() if holder is results[c]}
     return {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
