@@ -598,3 +598,29 @@ def test_a_case_handing_on_a_value_another_branch_computes_from_puts_both_in_fre
     views = _copy_free_loop_views(fn, args, mode)
     assert views[1].toggles
     assert _spare_slots(fn, args) == [1]
+
+
+@pytest.mark.parametrize("n, mode", [(1, "checked"), (2, "compiled")])
+def test_a_case_result_that_may_be_any_of_several_values_of_its_branch_holds_each_in_a_slot_of_its_own(n, mode):
+    """A branch's loop of `n` rounds rotates `x`, `q` and `r`, so the case result is `x` (a view of
+    it), `q` or `r`: the result's memory holds both, each in a slot of its own, and the result is a
+    view of whichever the loop ends with (one was copied into the result's slot before)."""
+
+    def fn(x, n, flag):
+        def rotating(x):
+            q = x + 1.0
+            r = q * 2.0
+            return lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, s[3], s[1], s[2]), (0, x, q, r))[1]
+
+        return lax.cond(flag, rotating, lambda x: -x, x)
+
+    args = (jnp.arange(4.0), jnp.int32(n), True)
+    planned = check_program(fn, *args, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    plan = planned.plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    case = next(op for op in plan.module.walk() if isinstance(op, jx.CaseOp))
+    q, r = (op.attributes["mem.slot"] for region in case.regions for op in region.block.ops
+            if isinstance(op, jx.PrimOp) and op.primitive.data in ("add", "mul"))
+    assert case.attributes["mem.phi"] and {q.offset.data, r.offset.data} == {
+        case.attributes["mem.slots"].data[0].offset.data + k * q.size.data for k in range(2)}

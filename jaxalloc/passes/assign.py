@@ -118,9 +118,11 @@ def _annotate(
             if (buffer.repeat == 1 or value.owner is loop or isinstance(value, BlockArgument)
                     or value.owner.is_before_in_block(loop)):
                 slots[value] = SlotAttr(base + buffer.offset, buffer.slot_size)
+    nth = {plan.roots[v]: n for v, n in plan.spares.items()}  # a case result's further slots
     for value, parent_value in plan.placed_in.items():
         if parent_value in outer:
-            slots[value] = outer[parent_value]
+            place, n = outer[parent_value], nth.get(plan.roots.get(value), 0)
+            slots[value] = SlotAttr(place.offset.data + n * place.size.data, place.size.data) if n else place
     for op in block.ops:
         if isinstance(op, jx.WhileOp):
             _annotate_loop(op, plan, slots)

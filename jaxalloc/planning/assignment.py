@@ -9,7 +9,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   branch that yields a value from outside makes the result a view of it (NNC's phi), kept alive
   as long as the result (a loop's carried value too: its slot is not written while it is alive);
   one whose value lies in another result's memory (yielded twice, a ring holding both) makes the
-  result a view of that result.
+  result a view of that result. A branch value that may be any of several values the branch
+  computes (a loop rotating them) makes the result's memory hold each in a slot of its own
+  (`BlockPlan.spares`), the result a view of whichever it is, where the result is in no parent's
+  memory.
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
   folds in place, as an elementwise op does. A case result that is a view in some branches of
@@ -139,8 +142,9 @@ class BlockPlan:
     """Parent values holding a toggle ring of this block's, whose slots are fixed offsets: never an
     enclosing loop's next view."""
     spares: dict[SSAValue, int] = field(default_factory=dict)
-    """Values of a loop body computed into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`),
-    by value: where the next value may be any of several values of the body alive together."""
+    """Values computed apart from another the same parent value may be, alive together, by value: in
+    a loop body into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`), in a branch into
+    slot `n` of a case result's memory."""
 
 
 class _Merge:
@@ -345,13 +349,23 @@ class _BlockPlanner:
                     viewed[k][b] = {value}
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
-            plans.append(_plan_block(block, self.options, set(), placed, set(), ring_holders=frozenset(op.res)))
-            branch_plan = plans[-1]
+            # a result that may be any of several values of the branch holds each in a slot of its own
+            # (`spares`), where it is in no parent's memory and the branch puts no ring there
+            pools, yielded = not any(r in self.dictated for r in op.res), dict(placed)
+            while True:
+                placed = dict(yielded)  # the branch's planner adds the values it computes into results
+                branch_plan = _plan_block(block, self.options, set(), placed, set(),
+                                          ring_holders=frozenset(op.res), pools=pools)
+                pooled = _pool_sizes(branch_plan)
+                if not pooled.keys() & branch_plan.placed_rings.keys():
+                    break
+                pools = False
+            plans.append(branch_plan)
             for value, result in placed.items():
                 # a loop's ring the branch yields is the result's memory, as many slots
-                if result in branch_plan.placed_rings:
+                if result in branch_plan.placed_rings or result in pooled:
                     slot, before = self.rings.get(result, (byte_size(result.type), 1))
-                    self.rings[result] = (slot, max(before, branch_plan.placed_rings[result]))
+                    self.rings[result] = (slot, max(before, branch_plan.placed_rings.get(result, 1), pooled.get(result, 1)))
                 # where the value is wherever it ends (a ring slot, or one of some values from
                 # outside the branch or computed into the memory of the result or of another result
                 # of the case: a ring holding both), the result is a view of it, not a copy
@@ -485,8 +499,7 @@ class _BlockPlanner:
                 unsettled -= stray
                 continue
             # the positions whose next value may be one of several values of the body, each in a free slot
-            pooled = {c: max(n for v, n in body_plan.spares.items() if body_plan.placed_in.get(v) is results[c])
-                      for c in longest if any(body_plan.placed_in.get(v) is results[c] for v in body_plan.spares)}
+            pooled = {results.index(r): n - 1 for r, n in _pool_sizes(body_plan).items()}
             toggles = _toggles(body, body_plan, longest, results, lent, followers, frozenset(stable), frozenset(pooled))
             if any(c not in toggles for c in pooled):
                 pools = False  # such a position that cannot toggle: its values are copied there instead
@@ -615,8 +628,9 @@ class _BlockPlanner:
             m in self.dictated or m in self.views_only for m in self.members.get(self.merge.find(value), [value]))
 
     def apart(self, parent: SSAValue) -> bool:
-        """Whether values this block computes that the next value of its loop may be can each go to a
-        free slot of their own of `parent`'s toggle ring (`parent`: the position's next view)."""
+        """Whether values this block computes that `parent` may be can each go to a slot of their own:
+        a free slot of a toggle ring (`parent`: the next view of the loop whose body this is), or a
+        slot of the memory of a result of the case whose branch this is."""
         return self.pools and parent.owner is self.block.parent_op()
 
     def computed_apart(self, values: list[SSAValue], parent: SSAValue) -> None:
@@ -879,6 +893,17 @@ def _shares(plan: BlockPlan, arg: BlockArgument, value: SSAValue, result: SSAVal
     `arg`'s own, computed in place, or is written after `arg`'s last read: then one slot holds the
     current and next value."""
     return all(r is plan.roots.get(arg) or _dies_before(plan, arg, r) for r in _into(plan, value, result))
+
+
+def _pool_sizes(plan: BlockPlan) -> dict[SSAValue, int]:
+    """For each parent value that values of the block are computed into apart (`spares`): the number
+    of slots they take, the first one's included."""
+    sizes: dict[SSAValue, int] = {}
+    for value, n in plan.spares.items():
+        parent = plan.placed_in.get(value)
+        if parent is not None:
+            sizes[parent] = max(sizes.get(parent, 1), n + 1)
+    return sizes
 
 
 def _into(plan: BlockPlan, value: SSAValue, result: SSAValue) -> set[SSAValue]:
