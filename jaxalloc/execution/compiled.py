@@ -580,8 +580,11 @@ class CompiledFunctions(ArenaFunctions):
                 self.threaded = start
 
     def where(self, place):
-        if isinstance(place, NextAttr) and place.nth.data:  # a toggle ring's further free slot
-            ring, k = self._rings[place.position.data], place.position.data
+        """As the interpreter's, with a toggle ring's further free slot (`#mem.next<k, n>`) chosen
+        from where the carried values are, traced."""
+        if isinstance(place, NextAttr) and place.nth.data:
+            k = place.position.data
+            ring = self._rings[k]
             return ring.toggle(self._state[k], *(self._state[j] for j in ring.held), nth=place.nth.data)
         return super().where(place)
 
