@@ -564,8 +564,8 @@ def _spare_slots(fn, args) -> list[int]:
 def test_a_next_value_that_may_be_either_of_two_values_of_the_body_computes_each_into_a_free_slot(mode):
     """An inner loop of `n` rounds swaps `u` and `w`, both computed in the body, so the next value is
     either: each is computed into a free slot of its own of the position's toggle ring (the second
-    into `#mem.next<k, 1>`), one more slot than the current value and one next value need; no round
-    copies it there (one did, each round, where the plan kept `u` and `w` in the body's memory)."""
+    into `#mem.next<k, 1>`), three slots with the current value's; no round copies it there (one
+    did, each round, where the plan kept `u` and `w` in the body's memory)."""
 
     def fn(x, ns):
         def body(carry, n):
