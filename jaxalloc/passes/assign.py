@@ -118,10 +118,9 @@ def _annotate(
             if (buffer.repeat == 1 or value.owner is loop or isinstance(value, BlockArgument)
                     or value.owner.is_before_in_block(loop)):
                 slots[value] = SlotAttr(base + buffer.offset, buffer.slot_size)
-    nth = {plan.roots[v]: n for v, n in plan.spares.items()}  # a case result's further slots
     for value, parent_value in plan.placed_in.items():
         if parent_value in outer:
-            place, n = outer[parent_value], nth.get(plan.roots.get(value), 0)
+            place, n = outer[parent_value], plan.spare_slot(value)  # a case result's further slots
             slots[value] = SlotAttr(place.offset.data + n * place.size.data, place.size.data) if n else place
     for op in block.ops:
         if isinstance(op, jx.WhileOp):
@@ -163,9 +162,8 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
     # an inner loop's ring of several slots: the values after the loop are in whichever slot, read in place
     rings = {body.roots[r]: r.owner for r in body.roots
              if isinstance(r.owner, jx.WhileOp) and body.carries[r.owner][r.owner.results.index(r)].repeat > 1}
-    nth = {body.roots[v]: n for v, n in body.spares.items()}  # a toggle ring's further free slot
     return {
-        value: NextAttr(roots[root], nth.get(root, 0))
+        value: NextAttr(roots[root], body.spare_slot(value))  # n > 0: a toggle ring's further free slot
         for value, root in body.roots.items()
         if root in roots and value in body.placed_in and not isinstance(value, BlockArgument)
         and not (root in rings and rings[root].is_before_in_block(value.owner))

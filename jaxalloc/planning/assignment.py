@@ -146,6 +146,11 @@ class BlockPlan:
     a loop body into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`), in a branch into
     slot `n` of a case result's memory."""
 
+    def spare_slot(self, value: SSAValue) -> int:
+        """The `n` of `spares` for the buffer `value` is in (0: none, its parent's first slot)."""
+        root = self.roots.get(value)
+        return next((n for v, n in self.spares.items() if self.roots[v] is root), 0)
+
 
 class _Merge:
     """Union-find over the values of one block: which values share a buffer."""
@@ -195,7 +200,7 @@ class _BlockPlanner:
                  ring_holders: frozenset = frozenset(), donated: set = frozenset(), unsettled: frozenset = frozenset(),
                  lent: frozenset = frozenset(), followed: dict | None = None, pools: bool = False):
         self.block, self.options, self.ring_holders, self.donated = block, options, ring_holders, donated
-        self.pools = pools  # whether a next value that may be one of several values of this body puts each apart
+        self.pools = pools  # whether values that a parent value may each be, alive together, go apart (`apart`)
         self.outside, self.dictated, self.foldable, self.unsettled = outside, dictated, foldable, unsettled
         self.lent = lent  # carried values of this body that may be another position's next value (`loop`)
         self.followed = followed or {}  # carried values of this body held in the toggle ring of another's next view
@@ -610,8 +615,7 @@ class _BlockPlanner:
         result, a next round's view): the one of them this block computes is computed there, so the
         result is where its value is, in that memory or outside this block, and is never copied.
         Where this block computes several (an inner loop that swaps them), alive together, and the
-        parent is the next view of the loop whose body this is: each into a free slot of its own
-        (`spares`), the position toggling among them (`pools`)."""
+        parent allows (`apart`): each into a slot of its own (`computed_apart`)."""
         parent = self.dictated.get(result)
         if parent is None or result not in self.plan.may_be:
             return
@@ -634,10 +638,10 @@ class _BlockPlanner:
         return self.pools and parent.owner is self.block.parent_op()
 
     def computed_apart(self, values: list[SSAValue], parent: SSAValue) -> None:
-        """`values` of this block that the next value of its loop may be, alive together with the value
-        computed into `parent` (its next view): each into a free slot of its own of that position's
-        toggle ring, after those the others take (`spares`). Not a loop's ring: one in a next view
-        is cut from its first free slot."""
+        """`values` of this block that `parent` may be, alive together with the value computed into
+        it: each into a slot of its own (`spares`), after those the others take: a free slot of a
+        loop position's toggle ring, or a slot of a case result's memory. Not a loop's ring: one in
+        a next view is cut from its first free slot."""
         values = [v for v in values if not any(m in self.rings for m in self.members.get(self.merge.find(v), [v]))]
         first = 1 + max((n for v, n in self.plan.spares.items() if self.dictated.get(v) is parent), default=0)
         for n, value in enumerate(values, start=first):
