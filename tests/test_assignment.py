@@ -233,6 +233,19 @@ def _copy_free_loop_views(fn, args, mode):
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_body_yielding_a_reshaped_literal_hands_it_on_where_it_is(mode):
+    """The body yields `jnp.full((1,), 0.5)`, which `jx-canonicalize` makes a reshape of a literal:
+    a view of a constant, outside the arena. The rounds read it where it is, as they read a literal
+    (it was given a ring slot and copied there every round before)."""
+
+    def fn(x):
+        return lax.fori_loop(0, 5, lambda i, c: jnp.full((1,), 0.5, jnp.float32), x)
+
+    views = _copy_free_loop_views(fn, (jnp.ones(1),), mode)
+    assert views[1].yielded.data and not views[1].slots.data
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 @pytest.mark.parametrize("lender, slots", [("fresh", 2), ("reads the borrower", 3)])
 @pytest.mark.parametrize("borrower", ["inner loop", "case"])
 def test_a_position_handed_another_ones_carried_value_reads_it_in_that_ones_ring(borrower, lender, slots, mode):

@@ -348,7 +348,7 @@ class _BlockPlanner:
                     self.keep_alive.append((placed[value], result))
                     self.no_fold.add(result)
                     twins.setdefault(result, []).append(placed[value])
-                elif defined_in(value, block) and not isinstance(value.owner, jx.ConstOp):
+                elif defined_in(value, block) and not _constant(value):
                     placed[value] = result
                 else:  # NNC's phi: the result is a view of what this branch yields, kept alive as long
                     viewed[k][b] = {value}
@@ -441,7 +441,7 @@ class _BlockPlanner:
         body = op.body.block
         args, yields, results = list(body.args), list(body.last_op.operands), list(op.res)
         computed = {v: k for k, v in reversed(list(enumerate(yields)))
-                    if defined_in(v, body) and not isinstance(v, BlockArgument) and not isinstance(v.owner, jx.ConstOp)}
+                    if defined_in(v, body) and not isinstance(v, BlockArgument) and not _constant(v)}
         origins = _carry_origins(args, yields, computed)
         cycles = _rotation_cycles(args, yields)
         # Each computed position c starts a ring; its values reach position p after `delay` rounds.
@@ -1060,7 +1060,15 @@ def _past_inits(loop: jx.WhileOp, carry: Carry) -> bool:
 def _computed_in(value: SSAValue, block: Block) -> bool:
     """Whether `value` is defined in `block` or a region nested in it, and not a constant (which
     stays outside the arena)."""
-    return _inside(value, block) and not isinstance(value.owner, jx.ConstOp)
+    return _inside(value, block) and not _constant(value)
+
+
+def _constant(value: SSAValue) -> bool:
+    """Whether `value` is a constant or a view of one (a literal reshaped): outside the arena, never
+    computed into a parent's memory."""
+    while not isinstance(value, BlockArgument) and is_view(value.owner):
+        value = value.owner.operands[0]
+    return isinstance(value.owner, jx.ConstOp)
 
 
 def _inside(value: SSAValue, block: Block) -> bool:
