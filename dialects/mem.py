@@ -30,6 +30,7 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
 - `#mem.views<initial = [0], slots = [#mem.next<1>, #mem.next<1>]>`: a loop inside a loop body whose
   ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
   inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.
+  `#mem.views<initial = [1], yielded, slots = [#mem.next<2>]>`: such a ring that toggles.
 - `#mem.arena<bytes = 65536>`: the arena size of a planned function.
 """
 
@@ -177,14 +178,16 @@ class ViewsAttr(ParametrizedAttribute):
         if not any(isinstance(s, NextAttr) for s in self.slots.data):
             return self
         slot = next_views(self.slots.data[0].position.data)
+        initial = [i.data for i in self.initial.data]
         if slot is None:
-            return ViewsAttr([i.data for i in self.initial.data], [], yielded=True)
+            return ViewsAttr(initial, [], yielded=True)
         size = slot.size.data // self.repeat
-        return ViewsAttr([i.data for i in self.initial.data], [SlotAttr(slot.offset.data + i * size, size) for i in range(self.repeat)])
+        return ViewsAttr(initial, [SlotAttr(slot.offset.data + i * size, size) for i in range(self.repeat)],
+                         bool(self.yielded.data), self.held)
 
     def verify(self) -> None:
         nexts = {s for s in self.slots.data if isinstance(s, NextAttr)}
-        if nexts and (len(nexts) > 1 or not all(isinstance(s, NextAttr) for s in self.slots.data) or self.yielded.data):
+        if nexts and (len(nexts) > 1 or not all(isinstance(s, NextAttr) for s in self.slots.data)):
             raise VerifyException("a ring in the enclosing loop's next view has #mem.next slots of one position only")
         if any(s.nth.data for s in nexts):
             raise VerifyException("a ring in the enclosing loop's next view lies in its first free slot (#mem.next<k>)")

@@ -95,6 +95,16 @@ def test_a_ring_in_the_enclosing_loops_next_view_is_that_views_slot_in_each_roun
             ViewsAttr([0], wrong)
 
 
+def test_a_toggle_ring_in_the_enclosing_loops_next_view_toggles_within_that_views_slot():
+    toggle = ViewsAttr([1], [NextAttr(2)], yielded=True)
+    assert toggle.within(lambda p: SlotAttr(128, 64)) == ViewsAttr([1], [SlotAttr(128, 64)], yielded=True)
+    assert toggle.within(lambda p: None) == ViewsAttr([1], [], yielded=True)
+    text = "#mem.views<initial = [1], yielded, slots = [#mem.next<2>]>"
+    ctx = Context()
+    ctx.load_dialect(MEM)
+    assert str(toggle) == text and Parser(ctx, text).parse_attribute() == toggle
+
+
 def test_yielded_views_print_and_parse_back():
     ctx = Context()
     ctx.load_dialect(MEM)

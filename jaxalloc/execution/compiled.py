@@ -306,10 +306,11 @@ class _Ring:
         if not isinstance(value, At | Either):
             return False
         offset = value.offset
-        if isinstance(offset, int):
+        if isinstance(offset, int) and isinstance(slot, int):
             inside = slot <= offset < slot + self.size
-        else:
-            inside = lax.bitwise_and(lax.le(np.int32(slot), offset), lax.lt(offset, np.int32(slot + self.size)))
+        else:  # a traced offset, or a slot of a ring in an enclosing loop's next view
+            start, at = (np.int32(x) if isinstance(x, int) else x for x in (slot, offset))
+            inside = lax.bitwise_and(lax.le(start, at), lax.lt(at, lax.add(start, np.int32(self.size))))
         if isinstance(value, Either):
             inside = inside & value.inside
         return bool(inside) if isinstance(inside, bool | np.bool_) else inside
@@ -866,7 +867,7 @@ class CompiledFunctions(ArenaFunctions):
         if base is None:
             return _Ring(initial, (), 0, True)
         size = self._rings[position].size // len(slots)
-        return _Ring(initial, tuple(base + i * size for i in range(len(slots))), size, False)
+        return _Ring(initial, tuple(base + i * size for i in range(len(slots))), size, bool(views.yielded.data), views.held)
 
     def arrive(self, rings, round_, inits, carried, layouts) -> tuple:
         """Where each carried value is in round `round_` (`ArenaFunctions._round` and `_outside`): an

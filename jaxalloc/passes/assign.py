@@ -176,7 +176,7 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
         first = slots.get(result)
         if isinstance(first, NextAttr) and carry.repeat:  # the ring is the enclosing loop's next view, cut in order
             assert carry.shift == 0 or carry.repeat == 1, "a rotated ring is never an enclosing loop's next view"
-            views.append(ViewsAttr(carry.initial, [first] * carry.repeat, carry.passed))
+            views.append(ViewsAttr(carry.initial, [first] * carry.repeat, carry.passed, carry.holds))
             continue
         first = first if isinstance(first, SlotAttr) else None
         if first is None and carry.repeat:  # the ring is the function's output

@@ -139,8 +139,11 @@ class BlockPlan:
     placed_rings: dict[SSAValue, int] = field(default_factory=dict)
     """Parent values holding a ring of this block's (a branch's loop result): the slots it needs."""
     toggle_holders: set[SSAValue] = field(default_factory=set)
-    """Parent values holding a toggle ring of this block's, whose slots are fixed offsets: never an
-    enclosing loop's next view."""
+    """Parent values holding a toggle ring of this block's: a case result, or an enclosing loop's next
+    view where the ring is one position's, of a loop that says how many rounds it runs (`_plain_toggles`)."""
+    toggled_from: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
+    """For each loop result in a toggle ring: the values it may be besides its slots (from outside the
+    loop, init operands read in place), read where they are."""
     spares: dict[SSAValue, int] = field(default_factory=dict)
     """Values computed apart from another the same parent value may be, alive together, by value: in
     a loop body into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`), in a branch into
@@ -576,6 +579,7 @@ class _BlockPlanner:
                                      if k in toggles else (), shift=int(k != c and c in eligible)))
                 if k in toggles:  # the result may be a value a branch handed back, wherever that is
                     self.keep_alive.extend((v, results[k]) for v in elsewhere[k])
+                    self.plan.toggled_from[results[k]] = elsewhere[k]
                     self.no_fold.add(results[k])
                 if k in eligible:
                     self.join(results[k], op.inits[k])
@@ -654,7 +658,8 @@ class _BlockPlanner:
         toggles between two slots as large as the ring, for several), where the ring's loop result
         is in that memory however many rounds it runs (init operands read in place are computed
         there too): so the position's value is always in the slot last computed into, and which
-        slot that is depends on the round alone."""
+        slot that is depends on the round alone. A toggle ring's result may also be a value it was
+        handed back (`toggled_from`): the position then toggles, reading it where it is."""
         parent = self.dictated[value]
         if repeat > 1 and parent not in self.ring_holders:
             return False
@@ -672,7 +677,7 @@ class _BlockPlanner:
                     return False  # a rotated ring (`settles`) is not an enclosing loop's next view cut in order
                 carry = carries[loop.results.index(v)]
                 inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
-                if carry.passed or not all(self.computed_into(i, parent) or self.carried_into(i, parent)
+                if carry.passed and not carry.repeat or not all(self.computed_into(i, parent) or self.carried_into(i, parent)
                                            or self.handed_in(i) or i in self.lent
                                            or self.followed.get(i) is parent for i in inits):
                     return False
@@ -738,8 +743,9 @@ class _BlockPlanner:
             ring = max((self.rings[v] for v in values if v in self.rings), key=lambda r: r[1], default=None)
             placed = [v for v in values if v in self.dictated]
             toggle = any(self.holds_toggle(v) for v in values)
-            if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp):
-                placed = []  # a toggle ring's slots are fixed offsets: never an enclosing loop's next view
+            if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp) and not all(
+                    _plain_toggles(self.plan, v) for v in values):
+                placed = []  # its slots are fixed offsets instead
             # a ring of several slots fits a case result (given as many), or a loop's next view of a
             # position that toggles between two slots as large as the ring
             if placed and (ring is None or self.holds_ring(placed[0], values, ring[1])):
@@ -924,6 +930,8 @@ def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, resul
     reads the current value there and nothing else reads it (`_ring_starts_in`): its rounds then
     compute in place from the current value, and its results, which may be the current value (no
     round run), lie in this same slot, where they keep nothing else alive."""
+    if result in plan.toggle_holders:
+        return False  # an inner toggle ring may hand back the current value after writing over it
     loops = {v.owner for v, r in plan.placed_in.items()
              if r is result and not isinstance(v, BlockArgument) and isinstance(v.owner, jx.WhileOp)}
     if not loops:
@@ -971,6 +979,22 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     return {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
 
 
+def _plain_toggles(plan: BlockPlan, value: SSAValue) -> bool:
+    """Whether each toggle ring `value` holds (its own, or its branches' where it is a case result)
+    is one position's alone, of a loop that says how many rounds it runs: only such a ring goes into
+    an enclosing loop's next view. The checker walks a loop of unknown rounds through every exit
+    round; where the enclosing toggle ring's next slot depends on the path too, the paths multiply
+    past what it keeps apart, and it refuses the plan or runs for minutes."""
+    owner = value.owner
+    if isinstance(owner, jx.WhileOp) and owner in plan.carries:
+        carry = plan.carries[owner][owner.results.index(value)]
+        return not (carry.passed and carry.repeat) or not carry.holds and owner.rounds is not None
+    if isinstance(owner, jx.CaseOp) and owner in plan.regions:
+        return all(_plain_toggles(branch, v) for branch in plan.regions[owner][1]
+                   for v, parent in branch.placed_in.items() if parent is value)
+    return True
+
+
 def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block, BlockPlan], ...], body: Block,
                   into: frozenset[SSAValue], top: bool = True):
     """The values the yield `value` may be a view of where it is not computed into its next view
@@ -991,11 +1015,11 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
     if value in plan.may_be:
         parts = [_view_sources(v, arg, scopes, body, into, False) for v in plan.may_be[value]]
     elif isinstance(value.owner, jx.WhileOp) and plan.placed_in.get(value) in into:
-        loop = value.owner  # an inner loop's ring in the next view: or an init operand read in place
-        carry = plan.carries[loop][loop.results.index(value)]
-        if _past_inits(loop, carry):
+        # an inner loop's ring in the next view: or an init operand read in place, or a value handed back
+        besides = _besides_ring(plan, value)
+        if not besides:
             return set()  # always in its ring
-        parts = [_view_sources(loop.operands[q], arg, scopes, body, into, False) for q in carry.initial]
+        parts = [_view_sources(v, arg, scopes, body, into, False) for v in besides]
     elif isinstance(value.owner, jx.CaseOp) and value.owner in plan.phis:
         case, k = value.owner, value.owner.results.index(value)
         if len(plan.phis[case][k]) < len(case.branches) and plan.placed_in.get(value) not in into:
@@ -1028,12 +1052,24 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
     loop = value.owner
     if isinstance(loop, jx.WhileOp) and loop in plan.carries:
         carry = plan.carries[loop][loop.results.index(value)]
+        besides = _besides_ring(plan, value)
+        # a toggle ring's values handed back are told where they are outside its loop's rings
+        if carry.repeat and (not carry.passed or _plain_toggles(plan, value)) and not any(v.owner is loop for v in besides):
+            return besides
         if _past_inits(loop, carry):
             return []  # always in its ring
-        if carry.repeat and not carry.passed:
-            return [loop.operands[q] for q in carry.initial]
     handed = plan.phi_values.get(value)
     return None if handed is None else list(handed)
+
+
+def _besides_ring(plan: BlockPlan, value: SSAValue) -> list[SSAValue]:
+    """The values a loop result in a ring may be instead of a slot of it: the init operands read in
+    place before it, where the loop may run fewer rounds, and a toggle ring's values handed back
+    (`toggled_from`), where they are."""
+    loop = value.owner
+    carry = plan.carries[loop][loop.results.index(value)]
+    inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
+    return list(dict.fromkeys([*inits, *plan.toggled_from.get(value, ())]))
 
 
 def _may_be(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | None:
