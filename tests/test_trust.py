@@ -201,24 +201,6 @@ def test_the_static_checkers_guards_mean_the_paths_they_allow():
         assert _implies(a, a) and (both is None or _implies(both, a) and _implies(both, b))
 
 
-def test_the_static_checker_widens_many_guards_into_few_that_allow_every_path_and_keep_old_regions_apart():
-    """Past `WIDEN_AFTER` guards of one instance, `_widened` keeps at most that many, which allow
-    every path the guards did; grouped by the oldest regions, an inner loop's exit round (region 0)
-    stays apart from the later rounds' choices it was reached through (regions 1 to 8), so a write
-    of exit round 1 never meets a value reached after exit round 0."""
-    from jaxalloc.checks.plan_check import WIDEN_AFTER, _meets, _widened
-
-    later = list(itertools.product(range(2), repeat=8))
-    guards = [((0, frozenset({exit_})), *((1 + r, frozenset({p})) for r, p in enumerate(ps)))
-              for exit_ in range(2) for ps in later]
-    widened = _widened(guards)
-    assert len(guards) > WIDEN_AFTER >= len(widened)
-    choices = [(exit_, *ps) for exit_ in range(2) for ps in later]
-    assert all(any(_allows(w, c) for w in widened) for c in choices if any(_allows(g, c) for g in guards))
-    reached_after_exit_0 = [w for w in widened if _allows(w, (0,) + later[0])]
-    assert reached_after_exit_0 and not any(_meets(w, ((0, frozenset({1})),)) for w in reached_after_exit_0)
-
-
 def test_the_static_checker_walks_a_choice_of_slots_once_on_the_paths_joined():
     """`_joined` (one walk of a loop per choice of its enclosing toggle rings' slots) keeps every
     choice apart and allows exactly the paths of the placings it joins."""

@@ -42,14 +42,11 @@ from jaxalloc.errors import PlanViolation
 from jaxalloc.frontend.convert import value_label, value_name
 from jaxalloc.frontend.types import byte_size
 
-WIDEN_AFTER = 32
-"""Guards kept apart per instance at most; more are widened into this many (`_widened`), grouped by
-their oldest regions. A toggle ring's value is bound to its place each round (`toggled`), a region
-more in its guards. Widened all into one, at 64 the guards of an init operand handed on through many
-rounds of an inner case lost the regions that kept its copies apart from the ring's value (random
-program 11448, refused), and at 128 those of a value an inner loop of unknown rounds handed back
-lost its exit rounds, in an enclosing toggle ring's next view (a plan refused that runs right);
-grouped, 32 keep both apart, and walk random program 9172 in 4 s where 128 took 42."""
+WIDEN_AFTER = 128
+"""Guards kept apart per instance at most; more are widened into one. A toggle ring's value is
+bound to its place each round (`toggled`), a region more in its guards: at 64, the guards of an
+init operand handed on through many rounds of an inner case were widened past the regions that kept
+its copies apart from the ring's value (random program 11448, refused)."""
 
 MAX_ROUNDS = 64
 """Loop rounds walked at most (rings of coprime lengths could ask for more)."""
@@ -177,8 +174,8 @@ def _either(a: Guard, b: Guard) -> Guard:
 def _per_instance(refs) -> frozenset:
     """The paths on which a value may be an instance: per instance, guards joined where that is exact
     (they differ in one region's paths alone), else kept apart, up to `WIDEN_AFTER`; past that
-    widened into that many (`_widened`: which only makes the check stricter, but where a write's
-    place depends on the path, as in a toggle ring, a wider guard would blame writes of other paths)."""
+    widened into one (which only makes the check stricter, but where a write's place depends on
+    the path, as in a toggle ring, a wider guard would blame writes of other paths)."""
     joined: dict[_Instance, list[Guard]] = {}
     for instance, guard in refs:
         guards = joined.setdefault(instance, [])
@@ -191,26 +188,8 @@ def _per_instance(refs) -> frozenset:
             guards.append(guard)
     for instance, guards in joined.items():
         if len(guards) > WIDEN_AFTER:
-            joined[instance] = _widened(guards)
+            joined[instance] = [functools.reduce(_either, guards)]
     return frozenset((i, g) for i, guards in joined.items() for g in guards)
-
-
-def _widened(guards: list[Guard]) -> list[Guard]:
-    """At most `WIDEN_AFTER` guards that allow every path of `guards`: grouped by their paths in the
-    oldest regions (outer and earlier walks), as many as keep the groups within the bound, and each
-    group widened into one (`_either`). A value reached after each exit round of an inner loop stays
-    apart from that loop's later rounds, which write over it; the newer regions, of the rounds that
-    hand it on alike, are the ones widened."""
-    paths = [dict(guard) for guard in guards]
-    keys: list[tuple] = [()] * len(guards)
-    for region in sorted({region for guard in guards for region, _ in guard}):
-        longer = [key + (p.get(region),) for key, p in zip(keys, paths)]
-        if len(set(longer)) <= WIDEN_AFTER:
-            keys = longer
-    groups: dict[tuple, list[Guard]] = {}
-    for key, guard in zip(keys, guards):
-        groups.setdefault(key, []).append(guard)
-    return [functools.reduce(_either, group) for group in groups.values()]
 
 
 def _joined(placings: list[tuple[Guard, dict]]) -> list[tuple[Guard, dict]]:
