@@ -50,6 +50,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   (an inner loop that swaps them, a case that computes from one and hands it on in another
   branch) toggles among a slot for each and one more: the first free slot takes one of them, the
   second free slot the next (`BlockPlan.spares`, `#mem.next<k, n>`), none where the current value is.
+  An inner loop's toggle ring of one position, of a loop that says how many rounds it runs, may lie
+  in the next view too: the position then toggles, reading where it is a value the inner ring was
+  handed back (`BlockPlan.toggled_from`).
 
 Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
 function's block from the start to the last use, which values may be computed into in place.
@@ -143,7 +146,7 @@ class BlockPlan:
     view where the ring is one position's, of a loop that says how many rounds it runs (`_plain_toggles`)."""
     toggled_from: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
     """For each loop result in a toggle ring: the values it may be besides its slots (from outside the
-    loop, init operands read in place), read where they are."""
+    loop, init operands read in place, another position's ring that lends it one), read where they are."""
     spares: dict[SSAValue, int] = field(default_factory=dict)
     """Values computed apart from another the same parent value may be, alive together, by value: in
     a loop body into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`), in a branch into
@@ -1053,7 +1056,7 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
     if isinstance(loop, jx.WhileOp) and loop in plan.carries:
         carry = plan.carries[loop][loop.results.index(value)]
         besides = _besides_ring(plan, value)
-        # a toggle ring's values handed back are told where they are outside its loop's rings
+        # a toggle ring's result may be what it was handed back: told where that lies outside its loop
         if carry.repeat and (not carry.passed or _plain_toggles(plan, value)) and not any(v.owner is loop for v in besides):
             return besides
         if _past_inits(loop, carry):
