@@ -33,7 +33,7 @@ from jaxalloc.frontend.convert import BindTable
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.passes import library_graphs
 from jaxalloc.passes.schedule import module_bound
-from jaxalloc.planning.inplace import ELEMENTWISE, is_view
+from jaxalloc.planning.inplace import ELEMENTWISE, viewed
 from jaxalloc.planning.liveness import defined_in
 
 
@@ -177,8 +177,7 @@ class _Lives:
     def storage(self, value: SSAValue) -> SSAValue | None:
         """The value of this block whose memory `value` is (through views), or None where it takes no
         arena memory here: a constant, an argument of the function, a value of an enclosing block."""
-        while isinstance(value.owner, Operation) and is_view(value.owner):
-            value = value.owner.operands[0]
+        value = viewed(value)
         if isinstance(value.owner, jx.ConstOp) or not defined_in(value, self.block):
             return None
         if isinstance(value, BlockArgument) and isinstance(self.block.parent_op(), jx.FuncOp):

@@ -73,7 +73,7 @@ from jaxalloc.allocators import Problem, allocate
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import value_label
 from jaxalloc.frontend.types import byte_size
-from jaxalloc.planning.inplace import in_place_candidates, is_view
+from jaxalloc.planning.inplace import in_place_candidates, is_view, viewed
 from jaxalloc.planning.liveness import block_liveness, defined_in, flat_schedule
 
 
@@ -1105,9 +1105,7 @@ def _computed_in(value: SSAValue, block: Block) -> bool:
 def _constant(value: SSAValue) -> bool:
     """Whether `value` is a constant or a view of one (a literal reshaped): outside the arena, never
     computed into a parent's memory."""
-    while not isinstance(value, BlockArgument) and is_view(value.owner):
-        value = value.owner.operands[0]
-    return isinstance(value.owner, jx.ConstOp)
+    return isinstance(viewed(value).owner, jx.ConstOp)
 
 
 def _inside(value: SSAValue, block: Block) -> bool:

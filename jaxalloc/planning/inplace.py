@@ -11,7 +11,7 @@ memory of its own.
 
 from __future__ import annotations
 
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import byte_size
@@ -80,3 +80,10 @@ def is_view(op: Operation) -> bool:
     if op.primitive.data == "reshape" and op.params.data.get("dimensions") is not None:
         return False  # a reshape that transposes first moves data
     return byte_size(op.args[0].type) == byte_size(op.res[0].type)
+
+
+def viewed(value: SSAValue) -> SSAValue:
+    """The value whose memory `value` is, through views (`is_view`): itself where it is no view."""
+    while isinstance(value.owner, Operation) and is_view(value.owner):
+        value = value.owner.operands[0]
+    return value
