@@ -19,7 +19,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 import jaxalloc
 from corpus_programs import BY_NAME
-from differential import AS_TRACED, assert_same, memory_figures
+from differential import AS_TRACED, THOROUGH, assert_same, memory_figures
 from jaxalloc.dialects import jx
 from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.execution.arena import Arena, from_bytes, layout_of, to_bytes
@@ -223,11 +223,11 @@ def test_modes_and_options():
 # --- memory ------------------------------------------------------------------------------------
 
 MEMORY_CHECKED = [
-    "mlp_train_step", "convnet_train_step", "attention_train_step", "scan_rnn", "scan_reverse",
-    "nested_scan_while_switch", "grad_through_fori_loop", "switch", "random_in_scan", "large_closed_constant",
-    "elementwise_chain",
-]
-"""A sample of the corpus for CI; `benchmarks/arena_memory.py` measures every program."""
+    "mlp_train_step", "attention_train_step", "scan_rnn", "scan_reverse", "nested_scan_while_switch", "switch",
+    "large_closed_constant", "elementwise_chain",
+] + ["convnet_train_step", "grad_through_fori_loop", "random_in_scan"] * THOROUGH
+"""A sample of the corpus for CI (`JAXALLOC_THOROUGH=1`: three more); `benchmarks/arena_memory.py`
+measures every program."""
 
 
 @pytest.mark.parametrize("name", MEMORY_CHECKED)

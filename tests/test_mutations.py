@@ -25,7 +25,7 @@ CORPUS = [(p.name, p.fn, p.make_args) for p in PROGRAMS if p.name in {
 
 def _programs(kind: str):
     yield from ((name, fn, make_args()) for name, fn, make_args in CORPUS)
-    for seed in range(0, 24):
+    for seed in range(0, 16):
         fn, args = random_program(seed)
         yield f"seed{seed}", fn, args
     if kind == "drop keep-alive":  # programs that once ran wrong: each keeps a value alive for a view

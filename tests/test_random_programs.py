@@ -27,7 +27,7 @@ from random_programs import Program, random_program
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
 
-DEFAULT_PROGRAMS = 80
+DEFAULT_PROGRAMS = 40
 """Programs checked by default (the suite's time budget); the generator's coverage is counted over
 `COVERAGE_PROGRAMS`, which only builds them."""
 COVERAGE_PROGRAMS = 220
