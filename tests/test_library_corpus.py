@@ -2,13 +2,12 @@
 
 Each program of `library_programs` (flax.nnx, flax.linen, dm-haiku, equinox, diffrax and optax
 written as their users write them) is converted, printed, parsed back and run inside its planned
-arena as one compiled kernel (the default mode, where XLA must never copy the arena) and by the
-interpreter under the plan sanitizer ("checked", one program in four, where the two slowest hand
-it to a lighter program of their library: the diffrax gradient to the forward solve, the nnx CNN's
-training step to its evaluation), and compared with `jax.jit`; one in four also runs
-eagerly. The three programs whose kernels XLA compiles slowest (`HEAVY`, 25-46 s a test on two
-cores) run with `JAXALLOC_THOROUGH=1` and in `benchmarks/speed.py`; their lighter siblings run here (the suite stays under ten minutes; `JAXALLOC_THOROUGH=1` runs every program in every
-mode). One test runs a program in its modes, traced and run by `jax.jit` once (`check_modes`).
+arena as one compiled kernel (the default mode, where XLA must never copy the arena), by the
+interpreter under the plan sanitizer ("checked", one program in four) and eagerly (one in four),
+and compared with `jax.jit`. The three slowest programs (`LIGHTER`: XLA compiles their kernels in
+15-30 s, and their op-by-op runs take as long) hand their modes to a lighter program of their
+library: the suite stays under ten minutes, and `JAXALLOC_THOROUGH=1` runs every program in every
+mode. One test runs a program in its modes, traced and run by `jax.jit` once (`check_modes`).
 Arena runs must not copy anything between loop rounds or branches.
 """
 
@@ -19,19 +18,24 @@ import pytest
 from differential import THOROUGH, assert_deterministic_args, check_modes, sample
 from library_programs import BY_NAME, LIBRARY, PROGRAMS
 
-LIGHTER = {"diffrax_neural_ode_grad": "diffrax_neural_ode", "nnx_cnn_train_step": "nnx_cnn_eval"}
-"""Sanitized programs whose op-by-op run takes 15-30 s, and the program sanitized in their place."""
-SANITIZED = {program.name if THOROUGH else LIGHTER.get(program.name, program.name) for program in sample(PROGRAMS, 4)}
-EAGER = {program.name for program in sample(PROGRAMS, 4, first=1)}
-HEAVY = {"diffrax_neural_ode_grad": "diffrax_neural_ode", "nnx_cnn_train_step": "nnx_cnn_eval",
-         "linen_cnn_train_step": "linen_cnn_eval"}
-"""Programs whose compiled kernels take XLA 15-30 s to compile, and the program of their library that runs in the suite."""
+LIGHTER = {"diffrax_neural_ode_grad": "diffrax_neural_ode", "nnx_cnn_train_step": "nnx_cnn_eval",
+           "linen_cnn_train_step": "linen_cnn_eval"}
+"""The slowest programs, each with the program of its library that runs in its place (in each of its modes)."""
+
+
+def _run_as(programs) -> set[str]:
+    """The names of the programs that run for `programs` (a lighter one in place of each of `LIGHTER`)."""
+    return {program.name if THOROUGH else LIGHTER.get(program.name, program.name) for program in programs}
+
+
+SANITIZED = _run_as(sample(PROGRAMS, 4))
+EAGER = _run_as(sample(PROGRAMS, 4, first=1))
 
 
 def _sampled(program):
-    if THOROUGH or program.name not in HEAVY:
+    if THOROUGH or program.name not in LIGHTER:
         return program
-    reason = f"JAXALLOC_THOROUGH=1 runs it; {HEAVY[program.name]} runs in its place"
+    reason = f"JAXALLOC_THOROUGH=1 runs it; {LIGHTER[program.name]} runs in its place"
     return pytest.param(program, marks=pytest.mark.skip(reason=reason))
 
 
