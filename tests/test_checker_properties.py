@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from differential import THOROUGH
 
 from jaxalloc.allocators import ALLOCATORS, allocate
 from jaxalloc.allocators.bound import greedy_clique, lower_bound, max_live
@@ -70,7 +71,7 @@ def naive_violating_pairs(problem: Problem, offsets: np.ndarray) -> set[tuple[in
 @pytest.mark.parametrize("name", list(ALLOCATORS))
 def test_every_allocator_on_random_problems(name):
     rng = np.random.default_rng(20240611)
-    problems = 400 if name in ("best", "search") else 1000
+    problems = 400 if name in ("best", "search") else 2000 if THOROUGH else 1000
     for trial in range(problems):
         p = random_problem(rng, KINDS[trial % len(KINDS)])
         result = allocate(p, name)

@@ -6,7 +6,7 @@ arena as one compiled kernel (the default mode, where XLA must never copy the ar
 interpreter under the plan sanitizer ("checked", one program in four) and eagerly (one in four),
 and compared with `jax.jit`. The three slowest programs (`LIGHTER`: XLA compiles their kernels in
 15-30 s, and their op-by-op runs take as long) hand their modes to a lighter program of their
-library: the suite stays under ten minutes, and `JAXALLOC_THOROUGH=1` runs every program in every
+library, for the suite's ten minutes, and `JAXALLOC_THOROUGH=1` runs every program in every
 mode. One test runs a program in its modes, traced and run by `jax.jit` once (`check_modes`).
 Arena runs must not copy anything between loop rounds or branches.
 """

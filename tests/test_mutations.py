@@ -9,7 +9,7 @@ import random
 import jax
 import pytest
 from corpus_programs import PROGRAMS
-from differential import AS_TRACED
+from differential import AS_TRACED, THOROUGH
 from mutations import KINDS, run_plan, try_mutation
 from random_programs import random_program
 from test_trust import REGRESSIONS
@@ -25,7 +25,7 @@ CORPUS = [(p.name, p.fn, p.make_args) for p in PROGRAMS if p.name in {
 
 def _programs(kind: str):
     yield from ((name, fn, make_args()) for name, fn, make_args in CORPUS)
-    for seed in range(0, 16):
+    for seed in range(24 if THOROUGH else 16):
         fn, args = random_program(seed)
         yield f"seed{seed}", fn, args
     if kind == "drop keep-alive":  # programs that once ran wrong: each keeps a value alive for a view
