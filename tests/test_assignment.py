@@ -246,49 +246,34 @@ def test_a_body_yielding_a_reshaped_literal_hands_it_on_where_it_is(mode):
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
-@pytest.mark.parametrize("flags", [(True, True, False, True), (False, False, True, False)])
-def test_an_inner_toggle_ring_in_a_case_lies_in_the_enclosing_loops_next_view(flags, mode):
+@pytest.mark.parametrize("rounds, flags", [
+    ("known", (True, True, False, True)), ("known", (False, False, True, False)), ("an argument", (True, True, False, True)),
+])
+def test_an_inner_toggle_ring_in_a_case_lies_in_the_enclosing_loops_next_view(rounds, flags, mode):
     """A branch runs an inner loop whose rounds either clip the carried value in place or hand it
     back, so the loop's result may be `c` itself: the inner ring toggles. The case result, and the
     inner ring in it, lie in the outer loop's next view, which toggles too, the case result a view
-    of `c` where nothing was computed (48 bytes a call were copied into the outer ring before)."""
-
-    def fn(x, flags):
-        def outer(i, c):
-            def inner(j, d):
-                return lax.cond(flags[j], lambda d: jnp.clip(d, -0.5, 0.75), lambda d: d, d)
-
-            return lax.cond(flags[i + 1], lambda c: lax.fori_loop(0, 2, inner, c), lambda c: c * 2.0, c)
-
-        return lax.fori_loop(0, 3, outer, x)
-
-    args = (jnp.arange(4.0), jnp.array(flags))
-    views = _copy_free_loop_views(fn, args, mode)
-    assert views[-1].toggles
-    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
-    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
-    ring = inner.attributes["mem.views"].data[-1]
-    assert ring.toggles and isinstance(ring.slots.data[0], NextAttr)
-
-
-def test_an_inner_toggle_ring_of_unknown_rounds_stays_out_of_the_enclosing_loops_next_view():
-    """As above, with the inner loop's rounds an argument: the checker would walk it through every
-    exit round per path of the outer toggle ring and refuse the plan (`_plain_toggles`), so the inner
-    ring keeps slots of its own and the plan is accepted and runs."""
+    of `c` where nothing was computed (48 bytes a call were copied into the outer ring before).
+    Where the inner loop's rounds are an argument, the checker's first walk widens the guards of
+    its exit rounds into one and refuses the plan; a walk with them grouped (`REFINED_GROUPS`) accepts it."""
 
     def fn(x, flags, n):
         def outer(i, c):
             def inner(j, d):
                 return lax.cond(flags[j], lambda d: jnp.clip(d, -0.5, 0.75), lambda d: d, d)
 
-            return lax.cond(flags[i + 1], lambda c: lax.fori_loop(0, n, inner, c), lambda c: c * 2.0, c)
+            inner_rounds = 2 if rounds == "known" else n
+            return lax.cond(flags[i + 1], lambda c: lax.fori_loop(0, inner_rounds, inner, c), lambda c: c * 2.0, c)
 
         return lax.fori_loop(0, 3, outer, x)
 
-    args = (jnp.arange(4.0), jnp.array([True, True, False, True]), jnp.int32(2))
-    inside = check_program(fn, *args, mode="checked").plan(*args, include_outputs=True)
+    args = (jnp.arange(4.0), jnp.array(flags), jnp.int32(2))
+    views = _copy_free_loop_views(fn, args, mode)
+    assert views[-1].toggles
+    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
     inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
-    assert not any(isinstance(s, NextAttr) for views in inner.attributes["mem.views"].data for s in views.slots.data)
+    ring = inner.attributes["mem.views"].data[-1]
+    assert ring.toggles and isinstance(ring.slots.data[0], NextAttr)
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])

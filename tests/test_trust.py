@@ -201,6 +201,52 @@ def test_the_static_checkers_guards_mean_the_paths_they_allow():
         assert _implies(a, a) and (both is None or _implies(both, a) and _implies(both, b))
 
 
+def test_the_static_checker_widens_many_guards_into_few_that_allow_every_path_and_keep_old_regions_apart():
+    """Past `groups` guards of one instance (each of `REFINED_GROUPS`), `_widened` keeps at most that
+    many, which allow every path the guards did; grouped by the oldest regions, an inner loop's exit round (region 0) stays
+    apart from the later rounds' choices it was reached through (regions 1 to 8), so a write of exit
+    round 1 never meets a value reached after exit round 0."""
+    from jaxalloc.checks.plan_check import REFINED_GROUPS, _meets, _widened
+
+    later = list(itertools.product(range(2), repeat=8))
+    guards = [((0, frozenset({exit_})), *((1 + r, frozenset({p})) for r, p in enumerate(ps)))
+              for exit_ in range(2) for ps in later]
+    choices = [(exit_, *ps) for exit_ in range(2) for ps in later]
+    for groups in REFINED_GROUPS:
+        widened = _widened(guards, groups)
+        assert len(guards) > groups >= len(widened)
+        assert all(any(_allows(w, c) for w in widened) for c in choices if any(_allows(g, c) for g in guards))
+        reached_after_exit_0 = [w for w in widened if _allows(w, (0,) + later[0])]
+        assert reached_after_exit_0 and not any(_meets(w, ((0, frozenset({1})),)) for w in reached_after_exit_0)
+
+
+def test_the_static_checker_walks_again_with_more_paths_apart_where_widening_refused_a_plan():
+    """An inner loop of unknown rounds in a branch hands back the outer loop's carried value or its
+    own toggle ring, which lies in the outer toggle ring's next view. The first walk widens the
+    guards of the inner loop's exit rounds into one, and a write of one exit round then meets a
+    value reached after another: it refuses the plan. `check_planned` walks it again with the
+    guards grouped (`REFINED_GROUPS`) and accepts it (`test_assignment.py` runs it, copying nothing)."""
+    from jaxalloc.checks.plan_check import _Walk
+
+    def fn(x, flags, n):
+        def outer(i, c):
+            def inner(j, d):
+                return lax.cond(flags[j], lambda d: jnp.clip(d, -0.5, 0.75), lambda d: d, d)
+
+            return lax.cond(flags[i + 1], lambda c: lax.fori_loop(0, n, inner, c), lambda c: c * 2.0, c)
+
+        return lax.fori_loop(0, 3, outer, x)
+
+    args = (jnp.arange(4.0), jnp.array([True, True, False, True]), jnp.int32(2))
+    plan = jaxalloc.planned(fn).plan(*args, include_outputs=True)  # checked: `make_plan` raises otherwise
+    func = next(op for op in plan.module.walk() if isinstance(op, jx.FuncOp))
+    first = _Walk(func, plan.arena_bytes)
+    with pytest.raises(jaxalloc.PlanViolation, match="written over"):
+        first.run()
+    assert first.widened
+    assert check_planned(func).copies == ()
+
+
 def test_the_static_checker_walks_a_choice_of_slots_once_on_the_paths_joined():
     """`_joined` (one walk of a loop per choice of its enclosing toggle rings' slots) keeps every
     choice apart and allows exactly the paths of the placings it joins."""

@@ -48,6 +48,16 @@ bound to its place each round (`toggled`), a region more in its guards: at 64, t
 init operand handed on through many rounds of an inner case were widened past the regions that kept
 its copies apart from the ring's value (random program 11448, refused)."""
 
+REFINED_GROUPS = (8, 32)
+"""Where a walk that widened guards refuses the plan, it is walked again keeping them apart in
+groups (`_widened`): past this many per instance, widened into as many, one walk after another
+while each widened and refused. Widened into one, the guards of a value an inner loop of unknown
+rounds hands back lose its exit rounds, in an enclosing toggle ring's next view, and a plan that
+runs right is refused; grouped, the exit rounds stay apart. A walk of 32 groups took up to ten
+times as long as the first (`nested_loops_handing_on_a_slice` of `tests/test_trust.py`: 4.9 s
+against 0.5), one of 8 groups 0.9 s, and 4 groups refused it; so only refused plans are walked
+again, and in 8 groups first."""
+
 MAX_ROUNDS = 64
 """Loop rounds walked at most (rings of coprime lengths could ask for more)."""
 
@@ -142,8 +152,10 @@ class _Located:
     away: frozenset[Guard] = frozenset()
     """The paths on which it is outside the arena (kept exact: where a toggle ring writes depends on them)."""
 
-    def __or__(self, other: _Located) -> _Located:
-        return _Located(self.tokens | other.tokens, _per_instance(self.instances | other.instances), self.away | other.away)
+    def joined(self, other: _Located, groups: int | None) -> tuple[_Located, bool]:
+        """This value or `other`, its guards widened as `_per_instance` does; and whether any were."""
+        instances, widened = _per_instance(self.instances | other.instances, groups)
+        return _Located(self.tokens | other.tokens, instances, self.away | other.away), widened
 
     def on(self, guard: Guard) -> _Located:
         """This value as reached on the paths of `guard` only."""
@@ -171,25 +183,48 @@ def _either(a: Guard, b: Guard) -> Guard:
     return tuple((region, paths | other[region]) for region, paths in a if region in other)
 
 
-def _per_instance(refs) -> frozenset:
+def _per_instance(refs, groups: int | None = None) -> tuple[frozenset, bool]:
     """The paths on which a value may be an instance: per instance, guards joined where that is exact
-    (they differ in one region's paths alone), else kept apart, up to `WIDEN_AFTER`; past that
-    widened into one (which only makes the check stricter, but where a write's place depends on
-    the path, as in a toggle ring, a wider guard would blame writes of other paths)."""
-    joined: dict[_Instance, list[Guard]] = {}
-    for instance, guard in refs:
-        guards = joined.setdefault(instance, [])
-        for k, other in enumerate(guards):
-            exact = _exact_union(other, guard)
+    (they differ in one region's paths alone), else kept apart, up to `WIDEN_AFTER` (or `groups`);
+    past that widened into one (or into `groups`: `_widened`), which only makes the check stricter,
+    but where a write's place depends on the path, as in a toggle ring, a wider guard would blame
+    writes of other paths. Also whether any guards were widened."""
+    joined: dict[_Instance, dict[tuple, list[Guard]]] = {}
+    for instance, guard in refs:  # only guards of the same regions join: each compared with those
+        alike = joined.setdefault(instance, {}).setdefault(tuple(region for region, _ in guard), [])
+        for k, other in enumerate(alike):
+            exact = _alike_union(other, guard)
             if exact is not None:
-                guards[k] = exact
+                alike[k] = exact
                 break
         else:
-            guards.append(guard)
-    for instance, guards in joined.items():
-        if len(guards) > WIDEN_AFTER:
-            joined[instance] = [functools.reduce(_either, guards)]
-    return frozenset((i, g) for i, guards in joined.items() for g in guards)
+            alike.append(guard)
+    kept, widened = [], False
+    for instance, by_regions in joined.items():
+        guards = [g for alike in by_regions.values() for g in alike]
+        if len(guards) > (groups or WIDEN_AFTER):
+            guards = [functools.reduce(_either, guards)] if groups is None else _widened(guards, groups)
+            widened = True
+        kept.extend((instance, g) for g in guards)
+    return frozenset(kept), widened
+
+
+def _widened(guards: list[Guard], groups: int) -> list[Guard]:
+    """At most `groups` guards that allow every path of `guards`: grouped by their paths in the
+    oldest regions (outer and earlier walks), as many regions as keep the groups within the bound,
+    and each group widened into one (`_either`). A value reached after each exit round of an inner
+    loop stays apart from that loop's later rounds, which write over it; the newer regions, of the
+    rounds that hand it on alike, are the ones widened."""
+    paths = [dict(guard) for guard in guards]
+    keys: list[tuple] = [()] * len(guards)
+    for region in sorted({region for guard in guards for region, _ in guard}):
+        longer = [key + (p.get(region),) for key, p in zip(keys, paths)]
+        if len(set(longer)) <= groups:
+            keys = longer
+    grouped: dict[tuple, list[Guard]] = {}
+    for key, guard in zip(keys, guards):
+        grouped.setdefault(key, []).append(guard)
+    return [functools.reduce(_either, group) for group in grouped.values()]
 
 
 def _joined(placings: list[tuple[Guard, dict]]) -> list[tuple[Guard, dict]]:
@@ -229,12 +264,23 @@ def _apart(moving: list[tuple[SlotAttr, list[Guard]]], stay) -> list[tuple[SlotA
 
 def _exact_union(a: Guard, b: Guard) -> Guard | None:
     """The paths of `a` or `b` as one guard, where they differ in one region's paths alone."""
-    if [region for region, _ in a] != [region for region, _ in b]:
+    if len(a) != len(b) or any(ra != rb for (ra, _), (rb, _) in zip(a, b)):
         return None
-    differ = [k for k, ((_, pa), (_, pb)) in enumerate(zip(a, b)) if pa != pb]
-    if len(differ) > 1:
-        return None
-    return tuple((region, pa | pb) for (region, pa), (_, pb) in zip(a, b))
+    return _alike_union(a, b)
+
+
+def _alike_union(a: Guard, b: Guard) -> Guard | None:
+    """`_exact_union` of two guards of the same regions."""
+    differ = None
+    for k, ((_, pa), (_, pb)) in enumerate(zip(a, b)):
+        if pa != pb:
+            if differ is not None:
+                return None
+            differ = k
+    if differ is None:
+        return a
+    region, paths = a[differ]
+    return (*a[:differ], (region, paths | b[differ][1]), *a[differ + 1:])
 
 
 BUCKETS = 1024
@@ -312,19 +358,28 @@ class PlanCheck:
 
 
 def check_planned(func: jx.FuncOp) -> PlanCheck:
-    """Walk a planned function; raise `PlanViolation` at the first read of an overwritten value."""
+    """Walk a planned function; raise `PlanViolation` at the first read of an overwritten value.
+    A walk that widened guards and refused is walked again with more of them apart (`REFINED_GROUPS`):
+    every walk is sound, and the later ones refuse fewer plans that run right."""
     arena = func.attributes.get("mem.arena")
     if not isinstance(arena, ArenaAttr):
         raise PlanViolation(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
-    walk = _Walk(func, arena.bytes.data)
-    env = {a: walk.argument(a, k) for k, a in enumerate(func.body.block.args)}
-    walk.block(func.body.block, env)
-    return PlanCheck(tuple(walk.copies), walk.rounds_walked, walk.serial)
+    for groups in (None, *REFINED_GROUPS[:-1]):
+        walk = _Walk(func, arena.bytes.data, groups)
+        try:
+            return walk.run()
+        except PlanViolation:
+            if not walk.widened:
+                raise
+    return _Walk(func, arena.bytes.data, REFINED_GROUPS[-1]).run()
 
 
 class _Walk:
-    def __init__(self, func: jx.FuncOp, arena_bytes: int):
+    def __init__(self, func: jx.FuncOp, arena_bytes: int, groups: int | None = None):
         self.func, self.arena_bytes = func, arena_bytes
+        self.groups = groups
+        """Guards widened past this many, into as many (`_per_instance`); None: past `WIDEN_AFTER`, into one."""
+        self.widened = False
         self.rounds: list[tuple[Operation, int]] = []
         self.next_views: list[list[SlotAttr | None]] = []
         self.further: list[dict] = []
@@ -337,6 +392,20 @@ class _Walk:
         """The paths being walked."""
         self._regions = 0
         self._tokens = 0
+
+    def run(self) -> PlanCheck:
+        env = {a: self.argument(a, k) for k, a in enumerate(self.func.body.block.args)}
+        self.block(self.func.body.block, env)
+        return PlanCheck(tuple(self.copies), self.rounds_walked, self.serial)
+
+    def union(self, located) -> _Located:
+        """One value that may be any of `located`."""
+        located = list(located)
+        result = located[0]
+        for other in located[1:]:
+            result, widened = result.joined(other, self.groups)
+            self.widened |= widened
+        return result
 
     def outside(self) -> _Located:
         self._tokens += 1
@@ -502,7 +571,7 @@ class _Walk:
             results.append([located.on(self.guard) for located in row])
             self.guard = outer
         for k, value in enumerate(op.results):
-            env[value] = _union(r[k] for r in results)
+            env[value] = self.union(r[k] for r in results)
         self.memory.collect(first, {i for r in results for located in r for i, _ in located.instances})
 
     def loop(self, op: jx.WhileOp, env: dict) -> None:
@@ -519,7 +588,7 @@ class _Walk:
             found.append([env[r].on(guard) for r in op.results])
         self.guard = outer
         for k, value in enumerate(op.results):
-            env[value] = _union(f[k] for f in found)
+            env[value] = self.union(f[k] for f in found)
 
     def walk_loop(self, op: jx.WhileOp, env: dict, views: list[ViewsAttr]) -> None:
         """Walk the rounds of `op` on the current paths, its rings where `views` say."""
@@ -585,7 +654,7 @@ class _Walk:
         self.rounds.pop()
         self.guard = outer
         for k, value in enumerate(op.results):
-            env[value] = _union(exit_[k] for exit_ in exits)
+            env[value] = self.union(exit_[k] for exit_ in exits)
         self.memory.collect(first, {i for exit_ in exits for located in exit_ for i, _ in located.instances})
 
     def within(self, op: jx.WhileOp, views: list[ViewsAttr]) -> list[tuple[Guard, list[ViewsAttr]]]:
@@ -685,14 +754,6 @@ def reinterprets(op: Operation | None) -> bool:
     if op.primitive.data == "reshape" and dimensions is not None and dimensions != StringAttr("None"):
         return False
     return byte_size(op.operands[0].type) == byte_size(op.results[0].type)
-
-
-def _union(located) -> _Located:
-    located = list(located)
-    result = located[0]
-    for other in located[1:]:
-        result = result | other
-    return result
 
 
 

@@ -143,7 +143,7 @@ class BlockPlan:
     """Parent values holding a ring of this block's (a branch's loop result): the slots it needs."""
     toggle_holders: set[SSAValue] = field(default_factory=set)
     """Parent values holding a toggle ring of this block's: a case result, or an enclosing loop's next
-    view where the ring is one position's, of a loop that says how many rounds it runs (`_plain_toggles`)."""
+    view where the ring is one position's (`_lone_toggles`)."""
     toggled_from: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
     """For each loop result in a toggle ring: the values it may be besides its slots (from outside the
     loop, init operands read in place, another position's ring that lends it one), read where they are."""
@@ -747,7 +747,7 @@ class _BlockPlanner:
             placed = [v for v in values if v in self.dictated]
             toggle = any(self.holds_toggle(v) for v in values)
             if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp) and not all(
-                    _plain_toggles(self.plan, v) for v in values):
+                    _lone_toggles(self.plan, v) for v in values):
                 placed = []  # its slots are fixed offsets instead
             # a ring of several slots fits a case result (given as many), or a loop's next view of a
             # position that toggles between two slots as large as the ring
@@ -982,18 +982,17 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     return {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
 
 
-def _plain_toggles(plan: BlockPlan, value: SSAValue) -> bool:
+def _lone_toggles(plan: BlockPlan, value: SSAValue) -> bool:
     """Whether each toggle ring `value` holds (its own, or its branches' where it is a case result)
-    is one position's alone, of a loop that says how many rounds it runs: only such a ring goes into
-    an enclosing loop's next view. The checker walks a loop of unknown rounds through every exit
-    round; where the enclosing toggle ring's next slot depends on the path too, the paths multiply
-    past what it keeps apart, and it refuses the plan or runs for minutes."""
+    is one position's alone: only such a ring goes into an enclosing loop's next view. Where it
+    holds other positions' values too, the checker's paths multiply with the places of all of them
+    and of the enclosing ring's values, round after round (random program 1628: minutes to check)."""
     owner = value.owner
     if isinstance(owner, jx.WhileOp) and owner in plan.carries:
         carry = plan.carries[owner][owner.results.index(value)]
-        return not (carry.passed and carry.repeat) or not carry.holds and owner.rounds is not None
+        return not (carry.passed and carry.repeat) or not carry.holds
     if isinstance(owner, jx.CaseOp) and owner in plan.regions:
-        return all(_plain_toggles(branch, v) for branch in plan.regions[owner][1]
+        return all(_lone_toggles(branch, v) for branch in plan.regions[owner][1]
                    for v, parent in branch.placed_in.items() if parent is value)
     return True
 
@@ -1057,7 +1056,7 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
         carry = plan.carries[loop][loop.results.index(value)]
         besides = _besides_ring(plan, value)
         # a toggle ring's result may be what it was handed back: told where that lies outside its loop
-        if carry.repeat and (not carry.passed or _plain_toggles(plan, value)) and not any(v.owner is loop for v in besides):
+        if carry.repeat and (not carry.passed or _lone_toggles(plan, value)) and not any(v.owner is loop for v in besides):
             return besides
         if _past_inits(loop, carry):
             return []  # always in its ring
