@@ -203,9 +203,9 @@ def test_the_static_checkers_guards_mean_the_paths_they_allow():
 
 def test_the_static_checker_widens_many_guards_into_few_that_allow_every_path_and_keep_old_regions_apart():
     """Past `groups` guards of one instance (each of `REFINED_GROUPS`), `_widened` keeps at most that
-    many, which allow every path the guards did; grouped by the oldest regions, an inner loop's exit round (region 0) stays
-    apart from the later rounds' choices it was reached through (regions 1 to 8), so a write of exit
-    round 1 never meets a value reached after exit round 0."""
+    many, which allow every path the guards did; grouped by the oldest regions, an inner loop's exit
+    round (region 0) stays apart from the later rounds' choices it was reached through (regions 1 to
+    8), so a write of exit round 1 never meets a value reached after exit round 0."""
     from jaxalloc.checks.plan_check import REFINED_GROUPS, _meets, _widened
 
     later = list(itertools.product(range(2), repeat=8))
