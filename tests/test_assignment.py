@@ -9,8 +9,10 @@ from differential import AS_TRACED, check_program
 import jaxalloc
 from corpus_programs import PROGRAMS
 from jaxalloc.allocators import ALLOCATORS
+from jaxalloc.checks.plan_check import OverBudget, check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr
+from jaxalloc.passes import assign as assign_pass
 from jaxalloc.planning.assignment import Carry, plan_function
 from jaxalloc.planning.plan import make_plan
 from random_programs import random_program
@@ -274,6 +276,45 @@ def test_an_inner_toggle_ring_in_a_case_lies_in_the_enclosing_loops_next_view(ro
     inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
     ring = inner.attributes["mem.views"].data[-1]
     assert ring.toggles and isinstance(ring.slots.data[0], NextAttr)
+
+
+def _rotating_with_an_inner_ring(x):
+    """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
+    positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""
+
+    def outer(i, carry):
+        a, b, c = carry
+        d, _ = lax.fori_loop(0, 4, lambda j, pair: (pair[1], jnp.abs(pair[1]) - 1.0), (c, a))
+        return b, d, a
+
+    return lax.fori_loop(0, 3, outer, (x, x + 1.0, x + 2.0))
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_inner_ring_lies_in_the_next_view_of_a_position_other_positions_hand_on(mode):
+    """`d`'s position is followed by two others, so the plan with inner rings only in lone positions'
+    next views copied `d` into its slot every round (192 bytes a call); the plan with followed rings
+    (`assign`) puts the inner ring in that next view, a slot more, and nothing moves."""
+    args = (jnp.arange(16.0).reshape(4, 4),)
+    outer_views = _copy_free_loop_views(_rotating_with_an_inner_ring, args, mode)
+    assert outer_views[2].slots.data  # d's ring (position 0 counts the rounds)
+    inside = check_program(_rotating_with_an_inner_ring, *args, mode=mode).plan(*args, include_outputs=True)
+    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
+    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
+    assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 2 for slot in inner_slots)
+
+
+def test_a_plan_with_followed_rings_the_checker_gives_up_on_is_left_for_the_plan_without(monkeypatch):
+    """Over its budget the checker neither accepts nor refuses a plan (`OverBudget`); `assign` then
+    keeps the plan with inner rings in lone positions' next views alone, which copies and runs right."""
+    monkeypatch.setattr(assign_pass, "FOLLOWED_RINGS_BUDGET", -(10**9))
+    args = (jnp.arange(16.0).reshape(4, 4),)
+    planned = check_program(_rotating_with_an_inner_ring, *args, mode="checked")
+    assert planned.last_run.copied_bytes == 192
+    assert len(planned.plan(*args, include_outputs=True).check().copies) == 3
+    func = next(iter(planned.plan(*args, include_outputs=True).module.ops))
+    with pytest.raises(OverBudget, match="compared more than 10 guards"):
+        check_planned(func, budget=10)
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])

@@ -31,7 +31,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
@@ -304,12 +304,22 @@ class _Memory:
     owners: dict[int, dict[_Instance, None]] = field(default_factory=dict)
     """For each granule of the arena, the instances that may still own some of its bytes."""
     overwritten: dict[_Instance, list[tuple[_Instance, Guard]]] = field(default_factory=dict)
+    comparisons: int = 0
+    """Guards compared so far: the walk's work, counted the same on every machine."""
+    budget: float = math.inf
+    """Comparisons allowed (`check_planned`'s `budget`)."""
+
+    def compared(self, n: int) -> None:
+        self.comparisons += n
+        if self.comparisons > self.budget:
+            raise OverBudget(f"the plan checker compared more than {self.budget} guards")
 
     def write(self, new: _Instance) -> None:
         granules = range(new.start // self.granule, (new.end - 1) // self.granule + 1)
         seen = {}
         for g in granules:
             seen.update(self.owners.get(g, {}))
+        self.compared(len(seen))
         for old in seen:
             if not (old.start < new.end and new.start < old.end) or not _meets(old.guard, new.guard):
                 continue
@@ -339,7 +349,9 @@ class _Memory:
 
     def writer(self, instance: _Instance, guard: Guard) -> _Instance | None:
         """A write over `instance` on some path of `guard`, if any."""
-        for new, on in self.overwritten.get(instance, ()):
+        writes = self.overwritten.get(instance, ())
+        self.compared(len(writes))
+        for new, on in writes:
             if _meets(on, guard):
                 return new
         return None
@@ -354,28 +366,40 @@ class PlanCheck:
     rounds: int
     """Loop rounds walked, over every loop and path."""
     instances: int
-    """Values written into the arena by the walk, once per round and set of paths: its work."""
+    """Values written into the arena by the walk, once per round and set of paths."""
+    comparisons: int
+    """Guards compared by the walks (of the instances a write overlaps, of the writes over an instance
+    read, of values met with paths or joined): their work, the same on every machine."""
 
 
-def check_planned(func: jx.FuncOp) -> PlanCheck:
+class OverBudget(Exception):
+    """The walks compared more guards than `check_planned` allowed them: the plan is neither accepted
+    nor refused."""
+
+
+def check_planned(func: jx.FuncOp, budget: float = math.inf) -> PlanCheck:
     """Walk a planned function; raise `PlanViolation` at the first read of an overwritten value.
     A walk that widened guards and refused is walked again with more of them apart (`REFINED_GROUPS`):
-    every walk is sound, and the later ones refuse fewer plans that run right."""
+    every walk is sound, and the later ones refuse fewer plans that run right. `OverBudget` where the
+    walks together compare more than `budget` guards."""
     arena = func.attributes.get("mem.arena")
     if not isinstance(arena, ArenaAttr):
         raise PlanViolation(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
+    spent = 0
     for groups in (None, *REFINED_GROUPS[:-1]):
-        walk = _Walk(func, arena.bytes.data, groups)
+        walk = _Walk(func, arena.bytes.data, groups, budget - spent)
         try:
-            return walk.run()
+            return replace(walk.run(), comparisons=spent + walk.memory.comparisons)
         except PlanViolation:
             if not walk.widened:
                 raise
-    return _Walk(func, arena.bytes.data, REFINED_GROUPS[-1]).run()
+        spent += walk.memory.comparisons
+    found = _Walk(func, arena.bytes.data, REFINED_GROUPS[-1], budget - spent).run()
+    return replace(found, comparisons=spent + found.comparisons)
 
 
 class _Walk:
-    def __init__(self, func: jx.FuncOp, arena_bytes: int, groups: int | None = None):
+    def __init__(self, func: jx.FuncOp, arena_bytes: int, groups: int | None = None, budget: float = math.inf):
         self.func, self.arena_bytes = func, arena_bytes
         self.groups = groups
         """Guards widened past this many, into as many (`_per_instance`); None: past `WIDEN_AFTER`, into one."""
@@ -387,7 +411,7 @@ class _Walk:
         self.copies: list[str] = []
         self.rounds_walked = 0
         self.serial = 0
-        self.memory = _Memory(_granule(arena_bytes))
+        self.memory = _Memory(_granule(arena_bytes), budget=budget)
         self.guard: Guard = ()
         """The paths being walked."""
         self._regions = 0
@@ -396,11 +420,16 @@ class _Walk:
     def run(self) -> PlanCheck:
         env = {a: self.argument(a, k) for k, a in enumerate(self.func.body.block.args)}
         self.block(self.func.body.block, env)
-        return PlanCheck(tuple(self.copies), self.rounds_walked, self.serial)
+        return PlanCheck(tuple(self.copies), self.rounds_walked, self.serial, self.memory.comparisons)
+
+    def compare(self, located) -> None:
+        """Count the guards of `located` (values about to be met with paths or joined) as compared."""
+        self.memory.compared(sum(len(value.instances) + len(value.away) for value in located))
 
     def union(self, located) -> _Located:
         """One value that may be any of `located`."""
         located = list(located)
+        self.compare(located)
         result = located[0]
         for other in located[1:]:
             result, widened = result.joined(other, self.groups)
@@ -513,6 +542,7 @@ class _Walk:
         """A view reads its operand's bytes in place; where the plan put it elsewhere, it is computed there."""
         if where is None:
             return _Located(self.outside().tokens, operand.instances, operand.away)
+        self.compare([operand] * len(where))
         kept = set()
         for slot, guard in where:
             kept |= operand.at(slot.offset.data, guard)
@@ -529,6 +559,7 @@ class _Walk:
             if located.instances:
                 self.copies.append(f"{value_name(value)} ({value_label(value)}): read out of the arena{_in_rounds(tuple(self.rounds))}")
             return _Located(located.tokens, away=frozenset((self.guard,)))
+        self.compare([located] * len(where))
         stay, moving = set(), []
         for slot, guard in where:
             stay |= located.at(slot.offset.data, guard)
@@ -568,6 +599,7 @@ class _Walk:
                     located = row[seen[source]]
                 seen.setdefault(source, k)
                 row.append(located)
+            self.compare(row)
             results.append([located.on(self.guard) for located in row])
             self.guard = outer
         for k, value in enumerate(op.results):
@@ -585,6 +617,7 @@ class _Walk:
         for guard, placed in placings:  # the ring is where the enclosing toggle ring puts it, per path
             self.guard = guard
             self.walk_loop(op, env, placed)
+            self.compare(env[r] for r in op.results)
             found.append([env[r].on(guard) for r in op.results])
         self.guard = outer
         for k, value in enumerate(op.results):
@@ -616,6 +649,7 @@ class _Walk:
             env.update(zip(cond.args, state))
             self.block(cond, env)
             if round_ in exit_at(round_):
+                self.compare(state)
                 exits.append([located.on(((region, frozenset((round_,))),)) for located in state])
             if round_ == rounds - 1:
                 break
@@ -688,6 +722,7 @@ class _Walk:
         is in its place. The next value goes to one slot on the paths of the places it toggles from
         there: the function returned gives those slots and paths, for the first free slot or the
         `nth` after it."""
+        self.compare(held)
         self._regions += 1
         region = self._regions
         combos = list(itertools.product(*({at for at, _ in located.places(self.guard)} for located in held)))

@@ -175,10 +175,12 @@ class _Options:
     allocator: str | None
     alignment: int
     include_outputs: bool
+    followed_rings: bool = False
+    """Inner rings of several slots in the next view of every carried position (`loop`'s `holders`)."""
 
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
-                  donated: Sequence[int] = ()) -> BlockPlan:
+                  donated: Sequence[int] = (), followed_rings: bool = False) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -186,7 +188,7 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
     to their last use and written there when the function is called: later values and outputs
     may take their bytes, an elementwise op or update computed in place into one where it dies."""
-    options = _Options(allocator, alignment, include_outputs)
+    options = _Options(allocator, alignment, include_outputs, followed_rings)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
@@ -483,9 +485,10 @@ class _BlockPlanner:
         # to the ring slot instead.
         foldable = {args[p]: yields[c] for c, (_, p) in longest.items()}
         # the next views that may hold an inner ring of several slots, which toggle where one lies there:
-        # of a lone position, or of one whose value other positions yield too (in a rotation, the
-        # checker's paths multiply past what it keeps apart, and it refuses the plan: random program 10659)
-        holders = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1)
+        # of a lone position, or of one whose value other positions yield too; with `followed_rings`,
+        # also of one whose values a rotation hands on, where the checker's paths can multiply round
+        # after round (random program 10659), so `assign` tries it only where the plan without copies
+        holders = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1 or self.options.followed_rings)
         followed = {args[p]: results[c] for c, group in followers.items() for p in group}
         # carried values that round 0 finds where an init operand is, outside their ring in the arena
         unsettled = frozenset(

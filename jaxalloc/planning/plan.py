@@ -29,7 +29,7 @@ from jaxalloc.checks.plan_check import PlanCheck, check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError, check_alignment, check_top
 from jaxalloc.frontend.convert import value_label
-from jaxalloc.planning.assignment import BlockPlan, Row, plan_function, plan_rows
+from jaxalloc.planning.assignment import BlockPlan, Row, plan_rows
 from jaxalloc.planning.liveness import flat_schedule
 from jaxalloc.reports.chart import plot_plan, write_plan_csv
 from jaxalloc.reports.perfetto import write_trace_events
@@ -329,7 +329,7 @@ def make_plan(
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
     are donated, planned in the arena (`mem.args`).
     """
-    from jaxalloc.passes.assign import annotate
+    from jaxalloc.passes.assign import assign
 
     alignment = check_alignment(alignment)
     get_allocator(allocator)
@@ -338,10 +338,8 @@ def make_plan(
     donated = tuple(sorted(set(donated)))
     if donated and not 0 <= donated[0] <= donated[-1] < len(func.body.block.args):
         raise JaxallocError(f"donated arguments {list(donated)} of @{func.sym_name.data}, which has {len(func.body.block.args)}")
-    block_plan = plan_function(func, allocator=allocator, alignment=alignment, include_outputs=include_outputs,
-                               donated=donated)
-    annotate(func, block_plan)
-    check_planned(func)  # never hand out a plan that lets a value be overwritten before it is read
+    # never hand out a plan that lets a value be overwritten before it is read
+    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated)
     return Plan(
         module,
         allocator,
