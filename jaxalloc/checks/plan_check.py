@@ -70,6 +70,11 @@ Guard = tuple[tuple[int, frozenset[int]], ...]
 (the branch taken, the round the loop exits in)."""
 
 
+def _size(guard: Guard) -> int:
+    """What meeting `guard` with another costs at most: its regions and their paths."""
+    return len(guard) + sum(len(paths) for _, paths in guard)
+
+
 def _both(a: Guard, b: Guard) -> Guard | None:
     """Both conditions at once; None where no path satisfies both. Guards are sorted by region, so
     the two are merged in one pass (the walk asks this for every instance a write overlaps)."""
@@ -304,22 +309,22 @@ class _Memory:
     owners: dict[int, dict[_Instance, None]] = field(default_factory=dict)
     """For each granule of the arena, the instances that may still own some of its bytes."""
     overwritten: dict[_Instance, list[tuple[_Instance, Guard]]] = field(default_factory=dict)
-    comparisons: int = 0
-    """Guards compared so far: the walk's work, counted the same on every machine."""
+    work: int = 0
+    """The walk's work so far (`PlanCheck.work`)."""
     budget: float = math.inf
-    """Comparisons allowed (`check_planned`'s `budget`)."""
+    """Work allowed (`check_planned`'s `budget`)."""
 
-    def compared(self, n: int) -> None:
-        self.comparisons += n
-        if self.comparisons > self.budget:
-            raise OverBudget(f"the plan checker compared more than {self.budget} guards")
+    def worked(self, n: int) -> None:
+        self.work += n
+        if self.work > self.budget:
+            raise OverBudget(f"the plan checker worked past its budget of {self.budget}")
 
     def write(self, new: _Instance) -> None:
         granules = range(new.start // self.granule, (new.end - 1) // self.granule + 1)
         seen = {}
         for g in granules:
             seen.update(self.owners.get(g, {}))
-        self.compared(len(seen))
+        self.worked(len(seen))
         for old in seen:
             if not (old.start < new.end and new.start < old.end) or not _meets(old.guard, new.guard):
                 continue
@@ -350,7 +355,7 @@ class _Memory:
     def writer(self, instance: _Instance, guard: Guard) -> _Instance | None:
         """A write over `instance` on some path of `guard`, if any."""
         writes = self.overwritten.get(instance, ())
-        self.compared(len(writes))
+        self.worked(len(writes))
         for new, on in writes:
             if _meets(on, guard):
                 return new
@@ -367,21 +372,22 @@ class PlanCheck:
     """Loop rounds walked, over every loop and path."""
     instances: int
     """Values written into the arena by the walk, once per round and set of paths."""
-    comparisons: int
-    """Guards compared by the walks (of the instances a write overlaps, of the writes over an instance
-    read, of values met with paths or joined): their work, the same on every machine."""
+    work: int
+    """The walks' work, counted the same on every machine: a guard for each instance a write overlaps
+    and each write over an instance read, and the regions and paths of each guard of a value met
+    with paths or joined (`_size`)."""
 
 
 class OverBudget(Exception):
-    """The walks compared more guards than `check_planned` allowed them: the plan is neither accepted
-    nor refused."""
+    """The walks worked past the budget `check_planned` gave them: the plan is neither accepted nor
+    refused."""
 
 
 def check_planned(func: jx.FuncOp, budget: float = math.inf) -> PlanCheck:
     """Walk a planned function; raise `PlanViolation` at the first read of an overwritten value.
     A walk that widened guards and refused is walked again with more of them apart (`REFINED_GROUPS`):
     every walk is sound, and the later ones refuse fewer plans that run right. `OverBudget` where the
-    walks together compare more than `budget` guards."""
+    walks together work past `budget` (`PlanCheck.work`)."""
     arena = func.attributes.get("mem.arena")
     if not isinstance(arena, ArenaAttr):
         raise PlanViolation(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
@@ -389,13 +395,13 @@ def check_planned(func: jx.FuncOp, budget: float = math.inf) -> PlanCheck:
     for groups in (None, *REFINED_GROUPS[:-1]):
         walk = _Walk(func, arena.bytes.data, groups, budget - spent)
         try:
-            return replace(walk.run(), comparisons=spent + walk.memory.comparisons)
+            return replace(walk.run(), work=spent + walk.memory.work)
         except PlanViolation:
             if not walk.widened:
                 raise
-        spent += walk.memory.comparisons
+        spent += walk.memory.work
     found = _Walk(func, arena.bytes.data, REFINED_GROUPS[-1], budget - spent).run()
-    return replace(found, comparisons=spent + found.comparisons)
+    return replace(found, work=spent + found.work)
 
 
 class _Walk:
@@ -420,11 +426,12 @@ class _Walk:
     def run(self) -> PlanCheck:
         env = {a: self.argument(a, k) for k, a in enumerate(self.func.body.block.args)}
         self.block(self.func.body.block, env)
-        return PlanCheck(tuple(self.copies), self.rounds_walked, self.serial, self.memory.comparisons)
+        return PlanCheck(tuple(self.copies), self.rounds_walked, self.serial, self.memory.work)
 
     def compare(self, located) -> None:
-        """Count the guards of `located` (values about to be met with paths or joined) as compared."""
-        self.memory.compared(sum(len(value.instances) + len(value.away) for value in located))
+        """Count the work of meeting the guards of `located` with paths, or joining them."""
+        self.memory.worked(sum(_size(g) for value in located for _, g in value.instances)
+                             + sum(_size(g) for value in located for g in value.away))
 
     def union(self, located) -> _Located:
         """One value that may be any of `located`."""

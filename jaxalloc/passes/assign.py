@@ -90,10 +90,16 @@ class AssignBuffersPass(ModulePass):
                 raise DiagnosticException(str(e)) from None
 
 
-FOLLOWED_RINGS_BUDGET = 250_000
-"""Guards the checker may compare for a plan with followed rings, beyond four times as many as for
-the plan without (some half a second here): with them, the checker's paths can multiply round after
-round (random program 10659: 3.9 million comparisons, 8 s, against 1,384 without)."""
+CHECK_BUDGET = 5_000_000
+"""Work the checker may do on a plan (`PlanCheck.work`, some 2-4 s here) before it is planned
+again without inner toggle rings in enclosing loops' next views: with them, the checker's paths can
+multiply with the places of every toggling value, round after round (random program 18921: no end
+in minutes, where the plan without checks in 0.01 s)."""
+
+FOLLOWED_RINGS_BUDGET = 2_000_000
+"""Work the checker may do on a plan with followed rings, beyond four times that on the plan without
+(some 1-1.5 s here): with them, its paths can multiply round after round too (random program 10659:
+16 million, against 7,590 without)."""
 
 ANNOTATIONS = ("mem.arena", "mem.args", "mem.slot", "mem.slots", "mem.views", "mem.phi")
 """The attributes `annotate` writes."""
@@ -103,24 +109,28 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
            donated: tuple[int, ...] = ()) -> tuple[jx.FuncOp, BlockPlan, PlanCheck]:
     """Plan `func`, write the plan on it and check it (`PlanViolation` where the checker refuses it).
 
-    Where the executor would copy values of that plan, a plan whose loops' next views hold inner
-    rings of several slots for every carried position (`followed_rings`), not only for lone ones, is
-    made on a copy of `func`; the copy takes `func`'s place where the checker accepts it, with fewer
-    copies, within its budget (`FOLLOWED_RINGS_BUDGET`). Returns the function planned, its plan and
-    what the checker found."""
-    plan = plan_function(func, allocator, alignment, include_outputs, donated)
-    annotate(func, plan)
-    found = check_planned(func)
+    Where the checker would work past `CHECK_BUDGET` and the plan has inner toggle rings in enclosing
+    loops' next views, `func` is planned again without them (`nested_toggles`); the plan is then
+    checked to the end. Where the executor would copy values of the plan, a plan whose loops' next
+    views hold inner rings of several slots for every carried position (`followed_rings`), not only
+    for lone ones, is made on a copy of `func`; the copy takes `func`'s place where the checker
+    accepts it, with fewer copies, within `FOLLOWED_RINGS_BUDGET`. Returns the function planned, its
+    plan and what the checker found."""
+    options = {"allocator": allocator, "alignment": alignment, "include_outputs": include_outputs, "donated": donated}
+    plan = _annotated(func, **options)
+    try:
+        found = check_planned(func, CHECK_BUDGET)
+    except OverBudget:
+        if _nests_toggles(func):
+            options["nested_toggles"] = False
+            plan = _annotated(func, **options)
+        found = check_planned(func)
     if not found.copies:
         return func, plan, found
     other = func.clone()
-    for op in other.walk():
-        for name in ANNOTATIONS:
-            op.attributes.pop(name, None)
-    other_plan = plan_function(other, allocator, alignment, include_outputs, donated, followed_rings=True)
-    annotate(other, other_plan)
+    other_plan = _annotated(other, followed_rings=True, **options)
     try:
-        other_found = check_planned(other, FOLLOWED_RINGS_BUDGET + 4 * found.comparisons)
+        other_found = check_planned(other, FOLLOWED_RINGS_BUDGET + 4 * found.work)
     except (PlanViolation, OverBudget):
         return func, plan, found
     if len(other_found.copies) >= len(found.copies):
@@ -130,6 +140,22 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
         func.detach()
         func.erase()
     return other, other_plan, other_found
+
+
+def _nests_toggles(func: jx.FuncOp) -> bool:
+    """Whether a loop's toggle ring lies in an enclosing loop's next view, as the plan on `func` says."""
+    return any(views.toggles and any(isinstance(slot, NextAttr) for slot in views.slots.data)
+               for op in func.walk() if isinstance(op, jx.WhileOp) for views in op.attributes["mem.views"].data)
+
+
+def _annotated(func: jx.FuncOp, **options) -> BlockPlan:
+    """Plan `func` with `options` (`plan_function`'s) and write the plan on it in place of any earlier one."""
+    for op in func.walk():
+        for name in ANNOTATIONS:
+            op.attributes.pop(name, None)
+    plan = plan_function(func, **options)
+    annotate(func, plan)
+    return plan
 
 
 def annotate(func: jx.FuncOp, plan: BlockPlan) -> None:

@@ -177,10 +177,12 @@ class _Options:
     include_outputs: bool
     followed_rings: bool = False
     """Inner rings of several slots in the next view of every carried position (`loop`'s `holders`)."""
+    nested_toggles: bool = True
+    """Inner toggle rings of one position in an enclosing loop's next view (`_lone_toggles`)."""
 
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
-                  donated: Sequence[int] = (), followed_rings: bool = False) -> BlockPlan:
+                  donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -188,7 +190,7 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
     to their last use and written there when the function is called: later values and outputs
     may take their bytes, an elementwise op or update computed in place into one where it dies."""
-    options = _Options(allocator, alignment, include_outputs, followed_rings)
+    options = _Options(allocator, alignment, include_outputs, followed_rings, nested_toggles)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
@@ -749,8 +751,8 @@ class _BlockPlanner:
             ring = max((self.rings[v] for v in values if v in self.rings), key=lambda r: r[1], default=None)
             placed = [v for v in values if v in self.dictated]
             toggle = any(self.holds_toggle(v) for v in values)
-            if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp) and not all(
-                    _lone_toggles(self.plan, v) for v in values):
+            if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp) and not (
+                    self.options.nested_toggles and all(_lone_toggles(self.plan, v) for v in values)):
                 placed = []  # its slots are fixed offsets instead
             # a ring of several slots fits a case result (given as many), or a loop's next view of a
             # position that toggles between two slots as large as the ring
