@@ -12,6 +12,7 @@ from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.checks.plan_check import OverBudget, check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr
+from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.passes import assign as assign_pass
 from jaxalloc.planning.assignment import Carry, plan_function
 from jaxalloc.planning.plan import make_plan
@@ -337,6 +338,16 @@ def test_a_plan_the_checker_gives_up_on_is_planned_again_without_inner_toggle_ri
     inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
     assert not any(isinstance(slot, NextAttr) for views in inner.attributes["mem.views"].data for slot in views.slots.data)
     assert inside.check().copies
+
+
+def test_a_plan_the_checker_gives_up_on_to_the_end_is_not_used(monkeypatch):
+    """Past `LAST_CHECK_BUDGET` too, planning stops with a one-line error that says what to do
+    (random program 23940's check had not ended after 14 GB of memory)."""
+    fn, args = _toggling_in_a_case_of_a_loop("known"), (jnp.arange(4.0), jnp.array([True, True, False, True]), jnp.int32(2))
+    monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
+    monkeypatch.setattr(assign_pass, "LAST_CHECK_BUDGET", 0)
+    with pytest.raises(UnsupportedProgramError, match="gave up on the plan of @fn after 0 units of work.*mode='eager'"):
+        jaxalloc.planned(fn).plan(*args)
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
