@@ -287,6 +287,28 @@ def test_an_inner_toggle_ring_in_a_case_lies_in_the_enclosing_loops_next_view(ro
     assert ring.toggles and isinstance(ring.slots.data[0], NextAttr)
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_ring_nested_two_loops_deep_fits_the_slots_cut_for_it(mode):
+    """The innermost loop's ring of two slots lies in the middle loop's next view, whose ring of two
+    lies in the outer loop's: each outer slot holds both middle slots, each of those both inner
+    ones. The outer slots were sized for the middle ring alone, so an inner slot was 32 bytes for a
+    36-byte value (random program 22453, which the checker refused)."""
+
+    def fn(x, n):
+        def outer(carry):
+            i, m = carry
+
+            def middle(m, _):
+                return lax.scan(lambda k, _: (jnp.sort(k, axis=1), None), m, None, length=4)[0], None
+
+            return i + 1, lax.scan(middle, m, None, length=3)[0]
+
+        return lax.while_loop(lambda carry: carry[0] < n, outer, (0, x))[1]
+
+    args = (jnp.arange(9, dtype=jnp.int32).reshape(3, 3)[::-1], jnp.int32(2))
+    _copy_free_loop_views(fn, args, mode)
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

@@ -141,6 +141,9 @@ class BlockPlan:
     values on): those values."""
     placed_rings: dict[SSAValue, int] = field(default_factory=dict)
     """Parent values holding a ring of this block's (a branch's loop result): the slots it needs."""
+    ring_slots: dict[SSAValue, int] = field(default_factory=dict)
+    """Parent values holding a ring of this block's: the bytes of each of its slots, more than the
+    value's own where a ring of a loop nested deeper lies in them."""
     toggle_holders: set[SSAValue] = field(default_factory=set)
     """Parent values holding a toggle ring of this block's: a case result, or an enclosing loop's next
     view where the ring is one position's (`_lone_toggles`)."""
@@ -380,6 +383,7 @@ class _BlockPlanner:
                 # a loop's ring the branch yields is the result's memory, as many slots
                 if result in branch_plan.placed_rings or result in pooled:
                     slot, before = self.rings.get(result, (byte_size(result.type), 1))
+                    slot = max(slot, branch_plan.ring_slots.get(result, slot))
                     self.rings[result] = (slot, max(before, branch_plan.placed_rings.get(result, 1), pooled.get(result, 1)))
                 # where the value is wherever it ends (a ring slot, or one of some values from
                 # outside the branch or computed into the memory of the result or of another result
@@ -553,8 +557,10 @@ class _BlockPlanner:
                                             for r in _into(body_plan, yields[c], results[c])) else kept + 2
             else:
                 repeat[c] = delay if _shares(body_plan, args[p], yields[c], results[c]) else delay + 1
-            inner = body_plan.placed_rings.get(results[c], 1)  # each slot holds an inner loop's ring
-            slot = byte_size(results[c].type) if inner == 1 else inner * _pad(byte_size(results[c].type), self.options.alignment)
+            # each slot holds an inner loop's ring, whose slots may hold rings of loops nested deeper
+            inner, size = body_plan.placed_rings.get(results[c], 1), byte_size(results[c].type)
+            inner_slot = max(size, body_plan.ring_slots.get(results[c], size))
+            slot = size if inner == 1 and inner_slot == size else inner * _pad(inner_slot, self.options.alignment)
             self.rings[results[c]] = (slot, repeat[c])
         # where a toggle ring's values may lie besides its slots: values from outside the loop, the init
         # operands read in place (its own, its followers'), a lender's ring and its init operand
@@ -759,6 +765,8 @@ class _BlockPlanner:
             if placed and (ring is None or self.holds_ring(placed[0], values, ring[1])):
                 if ring is not None and ring[1] > 1:
                     self.plan.placed_rings[self.dictated[placed[0]]] = ring[1]
+                if ring is not None:
+                    self.plan.ring_slots[self.dictated[placed[0]]] = ring[0]
                 if toggle:
                     self.plan.toggle_holders.add(self.dictated[placed[0]])
                 self.plan.placed_in.update((v, self.dictated[placed[0]]) for v in values)
