@@ -317,7 +317,7 @@ class _Memory:
     def worked(self, n: int) -> None:
         self.work += n
         if self.work > self.budget:
-            raise OverBudget(f"the plan checker worked past its budget of {self.budget}")
+            raise OverBudget(f"the plan checker worked past its budget of {self.budget:,}")
 
     def write(self, new: _Instance) -> None:
         granules = range(new.start // self.granule, (new.end - 1) // self.granule + 1)

@@ -493,7 +493,7 @@ class _BlockPlanner:
         # the next views that may hold an inner ring of several slots, which toggle where one lies there:
         # of a lone position, or of one whose value other positions yield too; with `followed_rings`,
         # also of one whose values a rotation hands on, where the checker's paths can multiply round
-        # after round (random program 10659), so `assign` tries it only where the plan without copies
+        # after round (random program 10659), so `assign` tries it only where the plan without it copies
         holders = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1 or self.options.followed_rings)
         followed = {args[p]: results[c] for c, group in followers.items() for p in group}
         # carried values that round 0 finds where an init operand is, outside their ring in the arena

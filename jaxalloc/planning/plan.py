@@ -323,7 +323,8 @@ def make_plan(
     donated: Sequence[int] = (),
 ) -> Plan:
     """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes.
-    The planned module passes the static plan checker, or `PlanViolation` is raised.
+    The planned module passes the static plan checker, or `PlanViolation` is raised
+    (`UnsupportedProgramError` where the checker gives up on it: `passes.assign.assign`).
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
