@@ -174,6 +174,25 @@ def test_a_conditional_that_hands_the_arena_on_untouched_costs_no_copy_of_it():
     assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
 
 
+def test_values_of_no_bytes_are_made_where_they_are_read_not_read_from_the_arena():
+    """A gradient through an empty slice: the slice of `b`, its cotangent and the pad that makes it
+    `b`'s shape again have no bytes. The slice read `b`'s slot, and the pad of nothing, a broadcast
+    of zero to XLA, wrote that slot before the read was used, so XLA copied the whole arena twice
+    (random program 28960). Ops whose results have no bytes now read and write nothing."""
+
+    def f(x):
+        def loss(o):
+            b = jnp.broadcast_to(o, (4, 3))
+            return jnp.sum(jnp.sin(b[:0])) + jnp.sum(jnp.tanh(o))
+
+        return jax.grad(loss)(lax.erf(x)), lax.erf(x)
+
+    args = (jnp.arange(3.0),)
+    planned = check_program(f, *args, mode="compiled")
+    kernel = _kernel(planned)
+    assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
+
+
 def test_a_case_widened_after_its_first_conditional_runs_its_effects_once():
     """The case's result is guessed to lie in the arena; its second branch hands back an argument,
     so the case is traced again with the result either way. The first branch's conditional was

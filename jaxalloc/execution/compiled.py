@@ -367,6 +367,8 @@ class CompiledFunctions(ArenaFunctions):
 
     def load(self, offset, layout: Layout, fenced: bool, pinned: bool) -> jax.Array:
         """The value of `layout` at byte `offset` of the arena."""
+        if _bytes_free((layout,)):  # no bytes: nothing of the arena to read
+            return jnp.zeros(layout.shape, layout.dtype)
         words = self.words(offset, layout.nbytes, fenced)
         return from_words(self.pin(words) if pinned else words, layout)
 
@@ -417,6 +419,8 @@ class CompiledFunctions(ArenaFunctions):
         """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
         would take that write for a cheap one, it is made dearer: see the module docstring. `moved`:
         see `put`."""
+        if _bytes_free((layout,)):  # an update of no bytes hands XLA the arena as it was, which it copies
+            return At(offset)
         words = to_words(value, layout, self.word)
         if words.size == 1 and self.paddable:  # the other word is the slot's own padding
             words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
@@ -615,6 +619,8 @@ class CompiledFunctions(ArenaFunctions):
         layout = self.layouts.get(op) or self.layout(op)
         places = layout.offsets or tuple(self.where(p) for p in layout.places)
         binding = self.binding(op)
+        if layout.outputs and not (isinstance(op, jx.PrimOp) and op.effect is not None) and _bytes_free(layout.outputs):
+            return tuple(jnp.zeros(out.shape, out.dtype) for out in layout.outputs)  # nothing to read or write
         if layout.view and (places[0] is None or isinstance(args[0], At) and _same(args[0].offset, places[0])):
             source = args[0]
             if isinstance(source, At):
@@ -1093,6 +1099,12 @@ which a loop compiled into one kernel cannot call."""
 
 _UNSEEN = np.int32(-1)
 """A value `base` (always 0) never has."""
+
+
+def _bytes_free(layouts: Sequence[Layout]) -> bool:
+    """Whether every value of `layouts` has no bytes (and no key type, whose zeros jnp cannot make):
+    such values are made, not read from or written to the arena."""
+    return all(not layout.nbytes and layout.key_impl is None for layout in layouts)
 
 
 def _read_all(inputs: Sequence[Any], base: jax.Array) -> jax.Array:
