@@ -265,6 +265,10 @@ def _toggling_in_a_case_of_a_loop(rounds: str):
     return fn
 
 
+_TOGGLING_ARGS = (jnp.arange(4.0), jnp.array([True, True, False, True]), jnp.int32(2))
+"""Arguments of `_toggling_in_a_case_of_a_loop`'s program on which the inner loop runs."""
+
+
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
 @pytest.mark.parametrize("rounds, flags", [
     ("known", (True, True, False, True)), ("known", (False, False, True, False)), ("an argument", (True, True, False, True)),
@@ -342,8 +346,9 @@ def test_a_plan_with_followed_rings_the_checker_gives_up_on_is_left_for_the_plan
     args = (jnp.arange(16.0).reshape(4, 4),)
     planned = check_program(_rotating_with_an_inner_ring, *args, mode="checked")
     assert planned.last_run.copied_bytes == 192
-    assert len(planned.plan(*args, include_outputs=True).check().copies) == 3
-    func = next(iter(planned.plan(*args, include_outputs=True).module.ops))
+    inside = planned.plan(*args, include_outputs=True)
+    assert len(inside.check().copies) == 3
+    func = next(iter(inside.module.ops))
     with pytest.raises(OverBudget, match="worked past its budget of 10"):
         check_planned(func, budget=10)
 
@@ -352,7 +357,7 @@ def test_a_plan_the_checker_gives_up_on_is_planned_again_without_inner_toggle_ri
     """Past `CHECK_BUDGET` the loop is planned again with the inner toggle ring in slots of its own,
     not in the enclosing loop's next view (random program 18921 never finished checking with it
     there): that plan is checked to the end, runs right and copies the inner loop's result."""
-    fn, args = _toggling_in_a_case_of_a_loop("known"), (jnp.arange(4.0), jnp.array([True, True, False, True]), jnp.int32(2))
+    fn, args = _toggling_in_a_case_of_a_loop("known"), _TOGGLING_ARGS
     monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
     planned = check_program(fn, *args, mode="checked")
     assert planned.last_run.copied_bytes > 0
@@ -365,7 +370,7 @@ def test_a_plan_the_checker_gives_up_on_is_planned_again_without_inner_toggle_ri
 def test_a_plan_the_checker_gives_up_on_to_the_end_is_not_used(monkeypatch):
     """Past `LAST_CHECK_BUDGET` too, planning stops with a one-line error that says what to do
     (random program 23940's check had not ended after 14 GB of memory)."""
-    fn, args = _toggling_in_a_case_of_a_loop("known"), (jnp.arange(4.0), jnp.array([True, True, False, True]), jnp.int32(2))
+    fn, args = _toggling_in_a_case_of_a_loop("known"), _TOGGLING_ARGS
     monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
     monkeypatch.setattr(assign_pass, "LAST_CHECK_BUDGET", 0)
     with pytest.raises(UnsupportedProgramError, match="gave up on the plan of @fn after 0 units of work.*mode='eager'"):

@@ -619,7 +619,8 @@ class CompiledFunctions(ArenaFunctions):
         layout = self.layouts.get(op) or self.layout(op)
         places = layout.offsets or tuple(self.where(p) for p in layout.places)
         binding = self.binding(op)
-        if layout.outputs and not (isinstance(op, jx.PrimOp) and op.effect is not None) and _bytes_free(layout.outputs):
+        effect = isinstance(op, jx.PrimOp) and op.effect is not None
+        if layout.outputs and not effect and _bytes_free(layout.outputs):
             return tuple(jnp.zeros(out.shape, out.dtype) for out in layout.outputs)  # nothing to read or write
         if layout.view and (places[0] is None or isinstance(args[0], At) and _same(args[0].offset, places[0])):
             source = args[0]
@@ -635,7 +636,6 @@ class CompiledFunctions(ArenaFunctions):
         # back that a later write would wait for: every later write waits for its operands instead
         # (its offset counts from a `base` made of them), as XLA copies the arena where a read of it
         # is not ordered before a later write
-        effect = isinstance(op, jx.PrimOp) and op.effect is not None
         unwritten = effect or all(p is None for p in places) and any(isinstance(v, At | Either) for v in args)
         operands = self.read_operands(args, layout.inputs, fenced, pinned=unwritten or sum(p is not None for p in places) > 1)
         if unwritten:

@@ -116,11 +116,11 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
 
     Where the checker would work past `CHECK_BUDGET` and the plan has inner toggle rings in enclosing
     loops' next views, `func` is planned again without them (`nested_toggles`); the plan is then
-    checked to the end, or to `LAST_CHECK_BUDGET` (`UnsupportedProgramError` past it). Where the executor would copy values of the plan, a plan whose loops' next
-    views hold inner rings of several slots for every carried position (`followed_rings`), not only
-    for lone ones, is made on a copy of `func`; the copy takes `func`'s place where the checker
-    accepts it, with fewer copies, within `FOLLOWED_RINGS_BUDGET`. Returns the function planned, its
-    plan and what the checker found."""
+    checked to the end, or to `LAST_CHECK_BUDGET` (`UnsupportedProgramError` past it). Where the
+    executor would copy values of the plan, a plan whose loops' next views hold inner rings of
+    several slots for every carried position (`followed_rings`), not only for lone ones, is made on
+    a copy of `func`; the copy takes `func`'s place where the checker accepts it, with fewer copies,
+    within `FOLLOWED_RINGS_BUDGET`. Returns the function planned, its plan and what the checker found."""
     options = {"allocator": allocator, "alignment": alignment, "include_outputs": include_outputs, "donated": donated}
     plan = _annotated(func, **options)
     try:
