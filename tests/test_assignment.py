@@ -292,6 +292,44 @@ def test_an_inner_toggle_ring_in_a_case_lies_in_the_enclosing_loops_next_view(ro
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_case_result_holding_a_branchs_ring_of_two_slots_lies_in_a_toggling_next_view(mode):
+    """A branch runs an inner loop of two rounds, whose ring of two slots is the case result's
+    memory; the other branch hands the carried value on. The case result lies in the outer loop's
+    next view, which toggles between two slots, each as large as the inner ring (the result was
+    copied into the outer ring before, 64 bytes a round; random program 1442)."""
+
+    def fn(x, flags):
+        def outer(i, c):
+            return lax.cond(flags[i], lambda c: lax.fori_loop(0, 2, lambda _, d: jnp.cumsum(d), c), lambda c: c, c)
+
+        return lax.fori_loop(0, 4, outer, x)
+
+    args = jnp.arange(4.0), jnp.array([True, False, True, True])
+    views = _copy_free_loop_views(fn, args, mode)
+    assert views[-1].toggles and views[-1].repeat == 2 and views[-1].slots.data[0].size.data == 128
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_inner_loops_init_operand_that_its_rounds_read_takes_a_free_slot_of_the_next_view(mode):
+    """The inner loop, of data-dependent rounds, starts from `u = c.T`, which every round reads, so
+    its ring cannot start in `u`'s memory, and after no round its result is `u`. `u` takes the second
+    free slot of the outer loop's next view and the ring the first, the outer position toggling
+    among three slots (64 bytes were copied into the outer ring in the rounds that ran the inner
+    loop before; random program 6720)."""
+
+    def fn(x, counts):
+        def outer(c, n):
+            u = c.T
+            return lax.fori_loop(0, n, lambda _, d: jnp.maximum(d - u, 0.1) * 0.5, u), None
+
+        return lax.scan(outer, x, counts)[0]
+
+    args = jnp.arange(16.0).reshape(4, 4), jnp.array([2, 0, 1, 3])
+    views = _copy_free_loop_views(fn, args, mode)
+    assert views[-1].toggles and views[-1].repeat == 3
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_a_ring_nested_two_loops_deep_fits_the_slots_cut_for_it(mode):
     """The innermost loop's ring of two slots lies in the middle loop's next view, whose ring of two
     lies in the outer loop's: each outer slot holds both middle slots, each of those both inner
@@ -402,6 +440,61 @@ def test_a_position_handed_another_ones_carried_value_reads_it_in_that_ones_ring
     args = jnp.arange(4.0), jnp.array([2, 0, 1, 0, 3])
     _, a_views, b_views = _copy_free_loop_views(fn, args, mode)
     assert a_views.toggles and a_views.repeat == 2 and b_views.repeat == slots
+
+
+def _keeping_a_lent_value(x, flags):
+    """A branch hands `b` either its own value or `a`'s, so `b` may keep a value of `a`'s for any
+    number of rounds."""
+
+    def body(carry, flag):
+        a, b = carry
+        b_next = lax.cond(flag, lambda: a, lambda: b)
+        return (jnp.sin(a) + b_next, b_next), None
+
+    return lax.scan(body, (x, x * 2.0), flags)[0]
+
+
+_KEEPING_ARGS = (jnp.arange(4.0), jnp.array([True, False, False, True, True, False]))
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_lent_value_the_borrower_may_keep_for_good_makes_the_lender_toggle_around_it(mode):
+    """`b` may keep a value of `a`'s ring for any number of rounds, which no ring of `a`'s that
+    follows the round count can keep. `a` toggles instead, among three slots, its next value going
+    where neither `a`'s nor `b`'s value is (64 bytes a round were copied into `b`'s slot before;
+    random program 9976)."""
+    _, a_views, b_views = _copy_free_loop_views(_keeping_a_lent_value, _KEEPING_ARGS, mode)
+    assert a_views.toggles and a_views.held == (2,) and a_views.repeat == 3 and b_views.toggles
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_value_a_rotation_hands_on_that_a_borrower_may_keep_makes_its_origin_toggle(mode):
+    """`c` may take `b`, which holds `a`'s value of the round before, and keep it: `a`'s ring then
+    toggles among four slots, around the values of `b` and `c`, which read theirs where they lie
+    (96 bytes a call were copied before; random programs 10854 and 14905)."""
+
+    def fn(x, flags):
+        def body(carry, flag):
+            a, b, c = carry
+            c_next = lax.cond(flag, lambda: b, lambda: c)
+            return (jnp.sin(a) + c_next, a, c_next), None
+
+        return lax.scan(body, (x, x * 2.0, x * 3.0), flags)[0]
+
+    _, a_views, b_views, c_views = _copy_free_loop_views(fn, _KEEPING_ARGS, mode)
+    assert a_views.toggles and a_views.held == (2, 3) and a_views.repeat == 4
+    assert b_views.yielded.data and not b_views.slots.data and c_views.toggles
+
+
+def test_a_plan_the_checker_gives_up_on_is_planned_again_without_toggles_around_kept_values(monkeypatch):
+    """Past `CHECK_BUDGET` the loop is planned again with `a` in a ring of its own round count and
+    `b`'s next value copied (random program 9091's check ran past `LAST_CHECK_BUDGET` with it)."""
+    monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
+    planned = check_program(_keeping_a_lent_value, *_KEEPING_ARGS, mode="checked")
+    assert planned.last_run.copied_bytes > 0
+    inside = planned.plan(*_KEEPING_ARGS, include_outputs=True)
+    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    assert not loop.attributes["mem.views"].data[1].toggles and inside.check().copies
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])

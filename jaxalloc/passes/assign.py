@@ -92,9 +92,10 @@ class AssignBuffersPass(ModulePass):
 
 CHECK_BUDGET = 5_000_000
 """Work the checker may do on a plan (`PlanCheck.work`, some 2-4 s here) before it is planned
-again without inner toggle rings in enclosing loops' next views: with them, the checker's paths can
-multiply with the places of every toggling value, round after round (random program 18921: no end
-in minutes, where the plan without checks in 0.01 s)."""
+again without inner toggle rings in enclosing loops' next views, nor toggle rings around values
+other toggle rings may keep: with them, the checker's paths can multiply with the places of every
+toggling value, round after round (random program 18921: no end in minutes, where the plan without
+checks in 0.01 s; 9091: past `LAST_CHECK_BUDGET`, where the plan without checks in 2,555 units)."""
 
 LAST_CHECK_BUDGET = 200_000_000
 """Work past which the checker gives up on the plan it checks to the end (some one or two minutes
@@ -115,19 +116,20 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
     """Plan `func`, write the plan on it and check it (`PlanViolation` where the checker refuses it).
 
     Where the checker would work past `CHECK_BUDGET` and the plan has inner toggle rings in enclosing
-    loops' next views, `func` is planned again without them (`nested_toggles`); the plan is then
-    checked to the end, or to `LAST_CHECK_BUDGET` (`UnsupportedProgramError` past it). Where the
-    executor would copy values of the plan, a plan whose loops' next views hold inner rings of
-    several slots for every carried position (`followed_rings`), not only for lone ones, is made on
-    a copy of `func`; the copy takes `func`'s place where the checker accepts it, with fewer copies,
-    within `FOLLOWED_RINGS_BUDGET`. Returns the function planned, its plan and what the checker found."""
+    loops' next views, or toggle rings around values other toggle rings may keep, `func` is planned
+    again without them (`nested_toggles`, `kept_loans`); the plan is then checked to the end, or to
+    `LAST_CHECK_BUDGET` (`UnsupportedProgramError` past it). Where the executor would copy values
+    of the plan, a plan whose loops' next views hold inner rings of several slots for every carried
+    position (`followed_rings`), not only for lone ones, is made on a copy of `func`; the copy takes
+    `func`'s place where the checker accepts it, with fewer copies, within `FOLLOWED_RINGS_BUDGET`.
+    Returns the function planned, its plan and what the checker found."""
     options = {"allocator": allocator, "alignment": alignment, "include_outputs": include_outputs, "donated": donated}
     plan = _annotated(func, **options)
     try:
         found = check_planned(func, CHECK_BUDGET)
     except OverBudget:
-        if _nests_toggles(func):
-            options["nested_toggles"] = False
+        if _nests_toggles(func) or _toggles_around_toggles(func):
+            options.update(nested_toggles=False, kept_loans=False)
             plan = _annotated(func, **options)
         try:
             found = check_planned(func, LAST_CHECK_BUDGET)
@@ -151,6 +153,14 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
         func.detach()
         func.erase()
     return other, other_plan, other_found
+
+
+def _toggles_around_toggles(func: jx.FuncOp) -> bool:
+    """Whether a loop's toggle ring holds the values of a position that toggles too (a borrower that
+    may keep a lent value for good), as the plan on `func` says."""
+    return any(views.toggles and any(all_views[k].toggles for k in views.held)
+               for op in func.walk() if isinstance(op, jx.WhileOp)
+               for all_views in [op.attributes["mem.views"].data] for views in all_views)
 
 
 def _nests_toggles(func: jx.FuncOp) -> bool:

@@ -43,7 +43,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   computes, toggles, reading it where it lies: the
   lone position lends it, keeping each value in its ring as many rounds longer as the borrower's
   positions hold it (a slot more each, and one more where its next value is born before their
-  last read). An origin whose values other positions hold too (a rotation, a value yielded at
+  last read). Where the borrower may keep the value for good (it may hand back its own), where the
+  lender toggles, or where the value is one a rotation hands on, the lender (the rotation's origin)
+  toggles instead, its next value going where neither its values nor the borrower's are.
+  An origin whose values other positions hold too (a rotation, a value yielded at
   several positions) and whose next value may be one of those values toggles among a slot for
   each of these positions and one more (`Carry.holds`), the others reading their values where
   they lie. A position whose next value may be any of several values of the body alive together
@@ -52,7 +55,8 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   second free slot the next (`BlockPlan.spares`, `#mem.next<k, n>`), none where the current value is.
   An inner loop's toggle ring of one position, of a loop that says how many rounds it runs, may lie
   in the next view too: the position then toggles, reading where it is a value the inner ring was
-  handed back (`BlockPlan.toggled_from`).
+  handed back (`BlockPlan.toggled_from`). So may a case result holding a branch's ring, and an
+  inner ring whose init operand its rounds read: that operand takes another free slot of the view.
 
 Arguments stay outside the arena, except donated ones (`jax.jit`'s donation): a buffer of the
 function's block from the start to the last use, which values may be computed into in place.
@@ -182,10 +186,13 @@ class _Options:
     """Inner rings of several slots in the next view of every carried position (`loop`'s `holders`)."""
     nested_toggles: bool = True
     """Inner toggle rings of one position in an enclosing loop's next view (`_lone_toggles`)."""
+    kept_loans: bool = True
+    """Lenders that toggle around the values their borrowers may keep for good (`_keepers`)."""
 
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
-                  donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True) -> BlockPlan:
+                  donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True,
+                  kept_loans: bool = True) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -193,7 +200,7 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
     to their last use and written there when the function is called: later values and outputs
     may take their bytes, an elementwise op or update computed in place into one where it dies."""
-    options = _Options(allocator, alignment, include_outputs, followed_rings, nested_toggles)
+    options = _Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
@@ -484,6 +491,15 @@ class _BlockPlanner:
                     and ((root in self.foldable and root not in self.unsettled)
                          or not any(m in self.dictated for m in group))):
                 eligible.add(c)
+        for c in longest.keys() - eligible:
+            # an init operand of this block that the rounds read in place, whose result lies in an
+            # enclosing loop's next view: another free slot of that view, so the result is there
+            # too after no round
+            init, parent = op.inits[c], self.dictated.get(results[c])
+            if (parent is not None and self.apart(parent) and defined_in(init, self.block) and not _constant(init)
+                    and not isinstance(init, BlockArgument) and self.unplaced(init)
+                    and byte_size(init.type) == byte_size(results[c].type)):
+                self.computed_apart([init], parent)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
         aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
         # The next value may be computed in place into the oldest value of its ring (read for the last
@@ -505,6 +521,10 @@ class _BlockPlanner:
         # carried values that are never computed, only read where they lie (an init operand, a value
         # from outside the loop): another position's next value may be one of them, read there too
         stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles) for k in range(len(args)) if k not in origins}
+        # carried values of positions that hold an origin's values, which another position's next value
+        # may be: that origin then toggles around it (`_keepers`)
+        borrowable = frozenset(followed)
+        origin_of = {args[p]: c for c, group in followers.items() for p in group}
         pools = True
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
@@ -520,17 +540,20 @@ class _BlockPlanner:
                 continue
             # the positions whose next value may be one of several values of the body, each in a free slot
             pooled = {results.index(r): n - 1 for r, n in _pool_sizes(body_plan).items()}
-            toggles = _toggles(body, body_plan, longest, results, lent, followers, frozenset(stable), frozenset(pooled))
+            toggles, able = _toggles(body, body_plan, longest, results, lent | borrowable, followers, frozenset(stable),
+                                     frozenset(pooled))
             if any(c not in toggles for c in pooled):
                 pools = False  # such a position that cannot toggle: its values are copied there instead
                 continue
             # a position may keep the values it lends longer, where it toggles not itself and the borrower
-            # never hands its own value back (which would then stay in the lender's slot for good)
-            refused = {a for c, sources in toggles.items() for a in sources & lent - {args[c]}
-                       if args[c] in sources or args.index(a) in toggles}
+            # never hands its own value back (which would then stay in the lender's slot for good); else
+            # the lender toggles too, its next value going where neither its nor the borrower's value is
+            keepers, refused = _keepers(toggles, able if self.options.kept_loans else frozenset(), args,
+                                        lent | borrowable, origin_of)
             if refused:
-                lent -= refused
+                lent, borrowable = lent - refused, borrowable - refused
                 continue
+            toggles |= {q: set() for q in keepers if q not in toggles}
             lenders = {args.index(a): [c for c, sources in toggles.items() if a in sources and a is not args[c]]
                        for a in lent}
             lenders = {q: borrowers for q, borrowers in lenders.items() if borrowers}
@@ -539,17 +562,19 @@ class _BlockPlanner:
             wrong |= {args[longest[c][1]] for c in toggles if c in followers}  # nor into its oldest value
             # a toggle ring of one slot: the next value computed where the current one is, in place
             # or after its last read; else of two, the next value never computed into the current's
-            one_slot = {c for c in toggles if c not in followers and c not in pooled
+            one_slot = {c for c in toggles if c not in followers and c not in keepers and c not in pooled
                         and _one_slot_toggle(body_plan, args[c], yields[c], results[c])}
             wrong |= {args[c] for c in toggles if c not in one_slot}
             if not wrong & foldable.keys():
                 break
             foldable = {a: y for a, y in foldable.items() if a not in wrong}
         cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, results)), set())
+        # the other positions whose current values a toggle ring's slots may hold
+        holding = {c: tuple(sorted({*followers.get(c, ()), *keepers.get(c, ())})) for c in toggles}
         repeat = {}
         for c, (delay, p) in longest.items():
             if c in toggles:  # a slot for the next value beside the current value of every position holding one
-                repeat[c] = 1 if c in one_slot else 2 + len(followers.get(c, ())) + pooled.get(c, 0)
+                repeat[c] = 1 if c in one_slot else 2 + len(holding[c]) + pooled.get(c, 0)
             elif c in lenders:  # a lent value stays in its slot as long as the borrower's positions hold it,
                 # the slot written again after their last read in the round they read it last, or a round later
                 kept = max(longest[k][0] for k in lenders[c])
@@ -571,6 +596,8 @@ class _BlockPlanner:
                 found += [op.inits[j] for j in ((() if c in eligible else (c,)) + tuple(followers.get(c, ())))]
             for q in (args.index(v) for v in sources & lent - {args[c]}):
                 found += [results[q], *([] if q in eligible else [op.inits[q]])]
+            for q in {origin_of[v] for v in sources & borrowable} - {c}:
+                found += [results[q], *(op.inits[j] for j in (q, *followers[q]))]
             elsewhere[c] = found
         carries = []
         for k in range(len(args)):
@@ -589,8 +616,8 @@ class _BlockPlanner:
             elif k in origins:
                 c, delay = origins[k]
                 initial = () if k in eligible else _chain(k, delay, args, yields)
-                carries.append(Carry(repeat[c], initial, passed=k in toggles, holds=tuple(followers.get(k, ()))
-                                     if k in toggles else (), shift=int(k != c and c in eligible)))
+                carries.append(Carry(repeat[c], initial, passed=k in toggles, holds=holding.get(k, ()),
+                                     shift=int(k != c and c in eligible)))
                 if k in toggles:  # the result may be a value a branch handed back, wherever that is
                     self.keep_alive.extend((v, results[k]) for v in elsewhere[k])
                     self.plan.toggled_from[results[k]] = elsewhere[k]
@@ -681,21 +708,38 @@ class _BlockPlanner:
             return True
         for v in group:
             if v in self.rings:
-                loop = v.owner
-                if not isinstance(loop, jx.WhileOp):
+                owner = v.owner
+                if isinstance(owner, jx.CaseOp):
                     if repeat == 1:
                         continue  # a case result holding a branch's one-slot ring
-                    return False
-                carries = self.plan.carries[loop]
-                if any(c.shift and c.repeat > 1 and r in group for r, c in zip(loop.results, carries)):
-                    return False  # a rotated ring (`settles`) is not an enclosing loop's next view cut in order
-                carry = carries[loop.results.index(v)]
-                inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
-                if carry.passed and not carry.repeat or not all(self.computed_into(i, parent) or self.carried_into(i, parent)
-                                           or self.handed_in(i) or i in self.lent
-                                           or self.followed.get(i) is parent for i in inits):
+                    # the rings of the branches' loops that the case result holds, none of a case deeper
+                    held = [(r, branch) for branch in self.plan.regions[owner][1]
+                            for r, into in branch.placed_in.items() if into is v and r.owner in branch.regions]
+                    if not all(self.ring_starts_there(r, branch, parent, group, owner)
+                               if isinstance(r.owner, jx.WhileOp)
+                               else not any(r in b.placed_rings for b in branch.regions[r.owner][1])
+                               for r, branch in held):
+                        return False
+                elif not isinstance(owner, jx.WhileOp) or not self.ring_starts_there(v, self.plan, parent, group):
                     return False
         return True
+
+    def ring_starts_there(self, result: SSAValue, plan: BlockPlan, parent: SSAValue, group: list[SSAValue],
+                          case: jx.CaseOp | None = None) -> bool:
+        """Whether the ring of the loop result `result` (planned in `plan`: this block's, or a branch's
+        of `case`) may lie in `parent`, a next view: what its first rounds read in place is computed
+        there, is the position's own carried value, or comes from outside the loop whose body this is."""
+        loop = result.owner
+        carries = plan.carries[loop]
+        if any(c.shift and c.repeat > 1 and (r in group or case) for r, c in zip(loop.results, carries)):
+            return False  # a rotated ring (`settles`) is not an enclosing loop's next view cut in order
+        carry = carries[loop.results.index(result)]
+        inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
+        if case is not None and any(_inside(i, branch.block) for i in inits for branch in case.branches):
+            return False
+        return not (carry.passed and not carry.repeat) and all(
+            self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i) or i in self.lent
+            or self.followed.get(i) is parent for i in inits)
 
     def carried_into(self, value: SSAValue, parent: SSAValue) -> bool:
         """Whether `value` is the carried value of the position whose next view is `parent` (an
@@ -963,7 +1007,7 @@ def _one_slot_toggle(plan: BlockPlan, arg: BlockArgument, value: SSAValue, resul
 
 
 def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozenset,
-             followers: dict, stable: frozenset, pooled: frozenset) -> dict[int, set[SSAValue]]:
+             followers: dict, stable: frozenset, pooled: frozenset) -> tuple[dict[int, set[SSAValue]], frozenset[int]]:
     """The origins whose next value may be a view (a case result a branch hands the carried
     value back at, or a value from outside the loop), or is somewhere in an inner loop's ring: they
     toggle between two slots, the next value going where the current one is not (or keep to one,
@@ -979,9 +1023,10 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     rotation) toggles too, where its next value may be one of those: among a slot for each of these
     positions and one more, the next value going where no position's value is (however their
     values may lie, one slot is free). A position whose next value may be one of several values of
-    the body (`pooled`: each computed into a free slot of its own) toggles too."""
+    the body (`pooled`: each computed into a free slot of its own) toggles too. Also returns the
+    origins that need not toggle but may, their next value always computed into their next view."""
     args, yields = body.args, body.last_op.operands
-    found = {}
+    found, able = {}, set()
     for c in longest:
         into = frozenset({plan.placed_in[yields[c]]} if yields[c] in plan.placed_in else ())
         sources = _view_sources(yields[c], args[c], ((body, plan),), body, into)
@@ -991,8 +1036,33 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
         holder = plan.placed_in.get(yields[c], results[c])
         if sources is not None and (sources or holder in plan.placed_rings or c in pooled):
             found[c] = sources, holder
+        elif sources == set() and holder is results[c]:
+            able.add(c)
     toggled = {results[c] for c, (_, holder) in found.items() if holder is results[c]}
-    return {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
+    toggles = {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
+    return toggles, frozenset(able - toggles.keys())
+
+
+def _keepers(toggles: dict[int, set[SSAValue]], able: frozenset[int], args, lent: frozenset,
+             origin_of: dict[SSAValue, int]) -> tuple[dict[int, set[int]], set[SSAValue]]:
+    """The lenders whose values a borrower may keep for good, by lender: the borrower may hand its
+    own value back, so a value it took stays where it is round after round, or the lender toggles
+    (its slots follow no round count), or the value is one a rotation hands on (`origin_of`: the
+    lender is the origin whose ring holds it). Such a lender toggles, holding the borrowers' values,
+    where its next value is always computed into its next view (`able`); a position that toggles so
+    may hold another's value in turn, as its own borrowers see. Also the lent values of lenders that
+    cannot toggle: not lent, after all."""
+    keepers: dict[int, set[int]] = {}
+    refused = set()
+    while more := {(q, a, c) for c, sources in toggles.items() for a in sources & lent - {args[c]} - refused
+                   if (q := origin_of.get(a, args.index(a))) != c and c not in keepers.get(q, ())
+                   and (a in origin_of or args[c] in sources or q in toggles or q in keepers)}:
+        for q, a, c in more:
+            if q in toggles or q in able:
+                keepers.setdefault(q, set()).add(c)
+            else:
+                refused.add(a)
+    return keepers, refused
 
 
 def _lone_toggles(plan: BlockPlan, value: SSAValue) -> bool:
