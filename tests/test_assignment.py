@@ -330,6 +330,26 @@ def test_an_inner_loops_init_operand_that_its_rounds_read_takes_a_free_slot_of_t
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_inner_ring_whose_round_reads_a_constant_in_place_lies_in_the_next_view(mode):
+    """The inner loop of data-dependent rounds hands on its counter's previous value, so after one
+    round its result is the counter's init operand, a constant, read where it is (outside the
+    arena). Its ring lies in the outer loop's next view, which toggles between two slots as large
+    as the ring (64 bytes were copied into the outer ring in the rounds that ran the inner loop
+    before; random programs 10811, 10957, 16288)."""
+
+    def fn(x, counts):
+        def outer(c, k):
+            _, previous = lax.while_loop(lambda s: s[0] < k, lambda s: (s[0] + 1.5, s[0]), (jnp.float32(0.5), c))
+            return previous, None
+
+        return lax.scan(outer, x, counts)[0]
+
+    args = jnp.float32(3.0), jnp.array([2.0, 0.0, 1.0, 3.0], jnp.float32)
+    views = _copy_free_loop_views(fn, args, mode)
+    assert views[-1].toggles and views[-1].repeat == 2 and views[-1].slots.data[0].size.data == 128
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_a_ring_nested_two_loops_deep_fits_the_slots_cut_for_it(mode):
     """The innermost loop's ring of two slots lies in the middle loop's next view, whose ring of two
     lies in the outer loop's: each outer slot holds both middle slots, each of those both inner

@@ -748,10 +748,10 @@ class _BlockPlanner:
         return isinstance(value, BlockArgument) and value.block is self.block and self.dictated.get(value) is parent
 
     def handed_in(self, value: SSAValue) -> bool:
-        """Whether `value` comes from outside the loop whose body this block is: an inner loop that
-        runs no round hands it back, and the position whose next view holds the inner ring then
-        toggles (`_toggles`), reading it where it is."""
-        return not defined_in(value, self.block) and not isinstance(value.owner, jx.ConstOp)
+        """Whether `value` comes from outside the loop whose body this block is, or is a constant: an
+        inner loop that runs no round hands it back, and the position whose next view holds the
+        inner ring then toggles (`_toggles`), reading it where it is."""
+        return _constant(value) or not defined_in(value, self.block)
 
     def holds_toggle(self, value: SSAValue) -> bool:
         """Whether `value` is in a toggle ring: a loop result whose rounds read what the body yielded,
