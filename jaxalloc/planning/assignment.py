@@ -569,8 +569,10 @@ class _BlockPlanner:
                 break
             foldable = {a: y for a, y in foldable.items() if a not in wrong}
         cond_plan = _plan_block(op.cond.block, self.options, set(), dict(zip(op.cond.block.args, results)), set())
-        # the other positions whose current values a toggle ring's slots may hold
-        holding = {c: tuple(sorted({*followers.get(c, ()), *keepers.get(c, ())})) for c in toggles}
+        # the other positions whose current values a toggle ring's slots may hold: its followers, the
+        # borrowers that may keep its values and theirs
+        holding = {c: tuple(sorted({*followers.get(c, ()), *keepers.get(c, ()),
+                                    *(f for k in keepers.get(c, ()) for f in followers.get(k, ()))})) for c in toggles}
         repeat = {}
         for c, (delay, p) in longest.items():
             if c in toggles:  # a slot for the next value beside the current value of every position holding one
@@ -1118,7 +1120,9 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
         ]
     else:
         computed_there = plan.placed_in.get(value) in into and plan.roots.get(value) is not plan.roots.get(arg)
-        return set() if top or computed_there else None
+        # the yield itself is computed into its next view, where it is placed in one (else it lies in
+        # the body's own memory, a loop's ring the view cannot hold)
+        return set() if top and into or computed_there else None
     return None if None in parts else set().union(*parts)
 
 
