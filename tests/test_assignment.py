@@ -47,6 +47,16 @@ def test_random_programs_plan_validly(allocator):
         planned_rows(fn, *args, allocator=allocator)
 
 
+@pytest.mark.parametrize("seed", [11774, 19426])
+def test_random_programs_whose_plans_the_checker_refused_plan_validly(seed):
+    """11774: a borrower that may keep a lent value hands it on to its followers, whose values the
+    lender's toggle ring must avoid too. 19426: a position whose next value is an inner loop's
+    result, its ring in the body's own memory, not in the next view, must not toggle (read where it
+    lies, its bytes were written over in the next round). The checker refused both plans."""
+    fn, args = random_program(seed)
+    jaxalloc.planned(fn).plan(*args, include_outputs=True).check()
+
+
 def test_a_chain_of_ten_elementwise_ops_on_4_mib_fits_in_8_mib():
     def chain(x):
         for _ in range(10):
