@@ -523,8 +523,8 @@ class _BlockPlanner:
         stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles) for k in range(len(args)) if k not in origins}
         # carried values of positions that hold an origin's values, which another position's next value
         # may be: that origin then toggles around it (`_keepers`)
-        borrowable = frozenset(followed)
         origin_of = {args[p]: c for c, group in followers.items() for p in group}
+        borrowable = frozenset(origin_of)
         pools = True
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
