@@ -201,8 +201,9 @@ def test_time_limit_on_a_large_interval_problem():
     began = time.perf_counter()
     result = plan(p, time_limit=2.0)
     assert time.perf_counter() - began < 2.0 + 1.5
-    # (not "best": nnc-2018's expected time, 30 greedy-size plans, does not fit in half the limit here)
-    assert result.peak <= min(plan(p, name).peak for name in ("nnc", "greedy-size", "beam"))
+    # never worse than greedy-size, which always runs first; the other fast allocators start only
+    # where their expected time fits in half the limit, which a loaded machine may not leave
+    assert result.peak <= plan(p, "greedy-size").peak
 
 
 def test_never_worse_than_best_on_medium_problems():
