@@ -21,9 +21,10 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   computes it in place or after the current value's last read.
 - `#mem.views<initial = [1], yielded, slots = [#mem.slot<...>, ...], holds = [2]>`: a toggle ring
   whose slots may also hold the current values of other positions (2: one the body hands this
-  position's value on to, or yields it at too, whose value this position's next one may be): the
-  next value goes into the first slot that none of these current values is in, one of a slot for
-  each position and one more.
+  position's value on to, or yields it at too, whose value this position's next one may be; or
+  one whose next value may be this position's value, which it may then keep for any number of
+  rounds): the next value goes into the first slot that none of these current values is in, one
+  of a slot for each position and one more.
 - `#mem.next<1, 1>` on an op of a loop body: the value is computed into the second slot of position
   1's toggle ring that no current value is in (`#mem.next<1>`, the first, holds another value
   that the next one may be, computed in the same round): one slot more for each.
