@@ -128,7 +128,7 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
     try:
         found = check_planned(func, CHECK_BUDGET)
     except OverBudget:
-        if _nests_toggles(func) or _toggles_around_toggles(func):
+        if _multiplying_toggles(func):
             options.update(nested_toggles=False, kept_loans=False)
             plan = _annotated(func, **options)
         try:
@@ -155,18 +155,17 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
     return other, other_plan, other_found
 
 
-def _toggles_around_toggles(func: jx.FuncOp) -> bool:
-    """Whether a loop's toggle ring holds the values of a position that toggles too (a borrower that
-    may keep a lent value for good), as the plan on `func` says."""
-    return any(views.toggles and any(all_views[k].toggles for k in views.held)
-               for op in func.walk() if isinstance(op, jx.WhileOp)
-               for all_views in [op.attributes["mem.views"].data] for views in all_views)
-
-
-def _nests_toggles(func: jx.FuncOp) -> bool:
-    """Whether a loop's toggle ring lies in an enclosing loop's next view, as the plan on `func` says."""
-    return any(views.toggles and any(isinstance(slot, NextAttr) for slot in views.slots.data)
-               for op in func.walk() if isinstance(op, jx.WhileOp) for views in op.attributes["mem.views"].data)
+def _multiplying_toggles(func: jx.FuncOp) -> bool:
+    """Whether the plan on `func` has a toggle ring that lies in an enclosing loop's next view, or
+    that holds the values of a position that toggles too (a borrower that may keep a lent value for
+    good): the checker's paths multiply with the places of both."""
+    for op in func.walk():
+        if isinstance(op, jx.WhileOp):
+            views = op.attributes["mem.views"].data
+            if any(v.toggles and (any(isinstance(slot, NextAttr) for slot in v.slots.data)
+                                  or any(views[k].toggles for k in v.held)) for v in views):
+                return True
+    return False
 
 
 def _annotated(func: jx.FuncOp, **options) -> BlockPlan:

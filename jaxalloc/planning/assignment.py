@@ -511,7 +511,9 @@ class _BlockPlanner:
         # also of one whose values a rotation hands on, where the checker's paths can multiply round
         # after round (random program 10659), so `assign` tries it only where the plan without it copies
         holders = frozenset(results[c] for c, (delay, _) in longest.items() if delay == 1 or self.options.followed_rings)
-        followed = {args[p]: results[c] for c, group in followers.items() for p in group}
+        # each position holding an origin's values (yielded there too, or passed on), by carried value
+        origin_of = {args[p]: c for c, group in followers.items() for p in group}
+        followed = {a: results[c] for a, c in origin_of.items()}
         # carried values that round 0 finds where an init operand is, outside their ring in the arena
         unsettled = frozenset(
             args[p] for c, (_, p) in longest.items() if (c not in eligible or p != c) and not self.external(results[c]))
@@ -523,7 +525,6 @@ class _BlockPlanner:
         stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles) for k in range(len(args)) if k not in origins}
         # carried values of positions that hold an origin's values, which another position's next value
         # may be: that origin then toggles around it (`_keepers`)
-        origin_of = {args[p]: c for c, group in followers.items() for p in group}
         borrowable = frozenset(origin_of)
         pools = True
         while True:
