@@ -381,6 +381,55 @@ def test_a_ring_nested_two_loops_deep_fits_the_slots_cut_for_it(mode):
     _copy_free_loop_views(fn, args, mode)
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_init_operand_a_rotated_ring_in_a_case_result_reads_takes_a_slot_past_the_ring(mode):
+    """A branch's loop rotates `(a, b) -> (b, f(b))` from `(u, x)`, `u` computed in the branch and
+    read by every round: its result is `u` after no round, `x` after one, and a slot of the ring of
+    two in the case result's memory after more. `u` takes a third slot of that memory, and the
+    result is a view of wherever its value lies (12 bytes were copied into the result before, but
+    after two rounds; random program 9956)."""
+
+    def fn(x, n, flag):
+        def rotating(x):
+            u = jnp.floor(x)
+            body = lambda s: (s[0] + 1, s[2], jnp.clip(u, -2.0, 2.0) + s[2])
+            return lax.while_loop(lambda s: s[0] < n, body, (0, u, x))[1]
+
+        return lax.cond(flag, rotating, lambda x: x, x)
+
+    for rounds in (0, 1, 3):
+        args = jnp.array([1.5, -2.5, 3.5]), jnp.int32(rounds), jnp.bool_(True)
+        _copy_free_loop_views(fn, args, mode)
+    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
+    case = next(op for op in inside.module.walk() if isinstance(op, jx.CaseOp))
+    (result,) = case.attributes["mem.slots"].data
+    floor = next(op for op in inside.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "floor")
+    assert floor.attributes["mem.slot"].offset.data == result.offset.data + 2 * result.size.data
+    assert list(case.attributes["mem.phi"].data[0].get_values()) == [0, 1]
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_origin_whose_value_a_borrower_may_keep_toggles_around_it_beside_its_follower(mode):
+    """`b`'s next value `d` is yielded at `c` too, and `a`'s next value is an inner swap's result:
+    `a` itself or `b`, which `a` may then keep for good. `b` toggles among a slot for its own value,
+    one for `c`'s, one for `a`'s and one free, and `a` reads `b`'s value where it lies (`a`'s
+    next value was copied into its ring every round before, 192 bytes a call; random program 7764)."""
+
+    def fn(x, y, n):
+        def body(s):
+            i, a, b, c = s
+            p, q = lax.fori_loop(0, n, lambda j, pq: (pq[1], pq[0]), (a, b))
+            d = jnp.clip(p, -9, 9)
+            return i + 1, q, d, d
+
+        return lax.while_loop(lambda s: s[0] < 3, body, (0, x, y, x))[3]
+
+    x = jnp.arange(16, dtype=jnp.int32).reshape(4, 4)
+    for n in (0, 1, 2):
+        views = _copy_free_loop_views(fn, (x, x * 3, jnp.int32(n)), mode)
+    assert [(v.repeat, v.toggles) for v in views[1:]] == [(2, True), (4, True), (0, False)]
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

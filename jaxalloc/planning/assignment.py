@@ -382,8 +382,8 @@ class _BlockPlanner:
                 branch_plan = _plan_block(block, self.options, set(), placed, set(),
                                           ring_holders=frozenset(op.res), pools=pools)
                 pooled = _pool_sizes(branch_plan)
-                if not pooled.keys() & branch_plan.placed_rings.keys():
-                    break
+                if not any(n < branch_plan.placed_rings.get(branch_plan.placed_in.get(v), 0) for v, n in branch_plan.spares.items()):
+                    break  # the slots of a ring the branch puts in a result's memory come first
                 pools = False
             plans.append(branch_plan)
             for value, result in placed.items():
@@ -523,9 +523,9 @@ class _BlockPlanner:
         # carried values that are never computed, only read where they lie (an init operand, a value
         # from outside the loop): another position's next value may be one of them, read there too
         stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles) for k in range(len(args)) if k not in origins}
-        # carried values of positions that hold an origin's values, which another position's next value
-        # may be: that origin then toggles around it (`_keepers`)
-        borrowable = frozenset(origin_of)
+        # carried values of origins that other positions follow and of those positions, which another
+        # position's next value may be: that origin then toggles around it (`_keepers`)
+        borrowable = frozenset(origin_of) | {args[c] for c in followers}
         pools = True
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
@@ -599,7 +599,7 @@ class _BlockPlanner:
                 found += [op.inits[j] for j in ((() if c in eligible else (c,)) + tuple(followers.get(c, ())))]
             for q in (args.index(v) for v in sources & lent - {args[c]}):
                 found += [results[q], *([] if q in eligible else [op.inits[q]])]
-            for q in {origin_of[v] for v in sources & borrowable} - {c}:
+            for q in {origin_of.get(v, args.index(v)) for v in sources & borrowable} - {c}:
                 found += [results[q], *(op.inits[j] for j in (q, *followers[q]))]
             elsewhere[c] = found
         carries = []
@@ -639,9 +639,27 @@ class _BlockPlanner:
                 self.views_of(results[k], stable[args[k]])
         for result in results:
             self.computed_into_parent(result)
+        self.inits_beside_ring(op, carries)
         self.plan.carries[op] = carries
         self.plan.regions[op] = (0, [cond_plan, body_plan])
         self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
+
+    def inits_beside_ring(self, op: jx.WhileOp, carries: list[Carry]) -> None:
+        """The init operands this block computes that a loop result in a case result's ring may be
+        (the rounds read them in place, and the loop may run fewer): each into a slot of that
+        memory past the ring's (`computed_apart`), so the result is there however many rounds run,
+        a view of where its value lies, never copied."""
+        for result, carry in zip(op.res, carries):
+            parent = self.dictated.get(result)
+            if (parent is None or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent)
+                    or not carry.repeat or _past_inits(op, carry)):
+                continue
+            inits = [v for v in dict.fromkeys(op.inits[q] for q in carry.initial)
+                     if defined_in(v, self.block) and not _constant(v) and not isinstance(v, BlockArgument)
+                     and self.unplaced(v) and byte_size(v.type) == byte_size(result.type)]
+            ring = max((self.rings[r][1] for r in op.res if r in self.rings and self.merge.find(r) is self.merge.find(result)),
+                       default=carry.repeat)
+            self.computed_apart(inits, parent, past=ring)
 
     def settles(self, followed: bool, ring: list[SSAValue]) -> bool:
         """Whether an origin's init operand may be its ring's slot 0 as far as the positions holding
@@ -685,13 +703,13 @@ class _BlockPlanner:
         slot of the memory of a result of the case whose branch this is."""
         return self.pools and parent.owner is self.block.parent_op()
 
-    def computed_apart(self, values: list[SSAValue], parent: SSAValue) -> None:
+    def computed_apart(self, values: list[SSAValue], parent: SSAValue, past: int = 1) -> None:
         """`values` of this block that `parent` may be, alive together with the value computed into
         it: each into a slot of its own (`spares`), after those the others take: a free slot of a
         loop position's toggle ring, or a slot of a case result's memory. Not a loop's ring: one in
         a next view is cut from its first free slot."""
         values = [v for v in values if not any(m in self.rings for m in self.members.get(self.merge.find(v), [v]))]
-        first = 1 + max((n for v, n in self.plan.spares.items() if self.dictated.get(v) is parent), default=0)
+        first = max(past, 1 + max((n for v, n in self.plan.spares.items() if self.dictated.get(v) is parent), default=0))
         for n, value in enumerate(values, start=first):
             self.dictated[value] = parent
             self.plan.spares[value] = n
