@@ -12,7 +12,8 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   result a view of that result. A branch value that may be any of several values the branch
   computes (a loop rotating them) makes the result's memory hold each in a slot of its own
   (`BlockPlan.spares`), the result a view of whichever it is, where the result is in no parent's
-  memory.
+  memory; so does an init operand that a loop's ring in the result's memory reads in place, in a
+  slot past the ring's.
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
   folds in place, as an elementwise op does. A case result that is a view in some branches of
@@ -44,8 +45,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   lone position lends it, keeping each value in its ring as many rounds longer as the borrower's
   positions hold it (a slot more each, and one more where its next value is born before their
   last read). Where the borrower may keep the value for good (it may hand back its own), where the
-  lender toggles, or where the value is one a rotation hands on, the lender (the rotation's origin)
-  toggles instead, its next value going where neither its values nor the borrower's are.
+  lender toggles, or where the value is one a rotation hands on or one that other positions hold
+  too, the lender (the rotation's origin) toggles instead, its next value going where neither its
+  values nor the borrower's are.
   An origin whose values other positions hold too (a rotation, a value yielded at
   several positions) and whose next value may be one of those values toggles among a slot for
   each of these positions and one more (`Carry.holds`), the others reading their values where
