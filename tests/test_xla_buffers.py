@@ -15,7 +15,7 @@ import pytest
 from jaxalloc.allocators import ALLOCATORS, Problem
 from jaxalloc.allocators.bound import max_live
 from jaxalloc.checks.checker import check_plan
-from jaxalloc.xla.buffers import dump_xla_buffers, replan_problem, replan_xla_buffers, temp_problem
+from jaxalloc.xla.buffers import _named_afresh, dump_xla_buffers, replan_problem, replan_xla_buffers, temp_problem
 from jaxalloc.xla.dump import XlaDumpError, parse_buffer_assignment, parse_live_ranges
 from jaxalloc.xla.memory import FUSION_OFF
 
@@ -49,6 +49,15 @@ def test_real_dump_parses_and_matches_memory_analysis(dump):
     live = dump.live_ranges
     assert all(v.key in live.ranges for v in temps[0].values)
     assert all(0 <= first <= last < len(live.sequence) + 1 for first, last in live.ranges.values())
+
+
+def test_a_function_dumped_again_is_compiled_again_past_the_persistent_cache(dump):
+    """The suite runs with JAX's persistent compilation cache on (`conftest.py`), which keys a
+    compile without its dump options: a second dump of the same function found the first one's
+    executable, compiled nothing and dumped nothing."""
+    assert jax.config.jax_compilation_cache_dir
+    again = dump_xla_buffers(scanned, ARGS)
+    assert again.allocations == dump.allocations and again.temp_size_in_bytes == dump.temp_size_in_bytes
 
 
 def test_rebuilt_problem_admits_xla_placement(dump):
@@ -146,7 +155,7 @@ def test_unexpected_buffer_assignment_line_names_file_and_line(line, message):
 def raw_dump() -> dict[str, str]:
     """The two dump files of a real compilation, as text."""
     with tempfile.TemporaryDirectory() as directory:
-        jax.jit(scanned).lower(*ARGS).compile(compiler_options={**FUSION_OFF, "xla_dump_to": directory})
+        jax.jit(_named_afresh(scanned)).lower(*ARGS).compile(compiler_options={**FUSION_OFF, "xla_dump_to": directory})
         texts = {}
         for kind in ("buffer-assignment", "live-range"):
             (path,) = glob.glob(os.path.join(directory, f"*after_optimizations-{kind}.txt"))

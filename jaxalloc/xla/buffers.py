@@ -26,6 +26,7 @@ import glob
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -73,7 +74,7 @@ def dump_xla_buffers(
     if compiler_options is None:
         compiler_options = FUSION_OFF if jax.default_backend() == "cpu" else {}
     with tempfile.TemporaryDirectory(prefix="jaxalloc-xla-") as directory:
-        lowered = jax.jit(fn).lower(*args, **dict(kwargs or {}))
+        lowered = jax.jit(_named_afresh(fn)).lower(*args, **dict(kwargs or {}))
         compiled = lowered.compile(compiler_options={**compiler_options, "xla_dump_to": directory})
         assignment_path = _one(directory, _ASSIGNMENT)
         live_range_path = _one(directory, _LIVE_RANGE)
@@ -90,13 +91,21 @@ def dump_xla_buffers(
     )
 
 
+def _named_afresh(fn: Callable) -> Callable:
+    """`fn` under a name no compile had: JAX's persistent compilation cache, where one is set, keys
+    a compile by its module (dump options left out), and a hit compiles, and so dumps, nothing."""
+
+    def fresh(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    fresh.__name__ = fresh.__qualname__ = f"{getattr(fn, '__name__', 'fn')}_{uuid.uuid4().hex[:12]}"
+    return fresh
+
+
 def _one(directory: str, pattern: str) -> str:
     found = sorted(glob.glob(os.path.join(directory, pattern)))
     if len(found) != 1:
-        raise XlaDumpError(
-            f"expected one {pattern} in XLA's dump, found {len(found)}"
-            + (" (a persistent compilation cache hit compiles nothing and dumps nothing)" if not found else "")
-        )
+        raise XlaDumpError(f"expected one {pattern} in XLA's dump, found {len(found)}")
     return found[0]
 
 
