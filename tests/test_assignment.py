@@ -430,6 +430,33 @@ def test_an_origin_whose_value_a_borrower_may_keep_toggles_around_it_beside_its_
     assert [(v.repeat, v.toggles) for v in views[1:]] == [(2, True), (4, True), (0, False)]
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_init_operand_an_inner_rotation_reads_in_place_takes_a_free_slot_of_the_next_view(mode):
+    """The inner loop rotates `(r, s) -> (s, |s| - 1)` from `(u, b)`, `u = -a` computed in the outer
+    body: after no round its result `r` is `u`, after one it is `b`. `u` takes a free slot of `a`'s
+    next view and the inner ring the first, `a` toggling among four slots (`b` follows it), so `r`
+    is in the view however many rounds run (64 bytes were copied into the outer ring every call
+    before; random programs 15878, 16950)."""
+
+    def fn(x, y, n):
+        def outer(i, s):
+            a, b = s
+            u = -a
+            body = lambda t: (t[0] + 1, t[2], jnp.abs(t[2]) - 1.0)
+            return lax.while_loop(lambda t: t[0] < n, body, (0, u, b))[1], a
+
+        return lax.fori_loop(0, 4, outer, (x, y))
+
+    for n in (0, 1, 3):
+        args = jnp.arange(4.0), jnp.arange(4.0) * 3, jnp.int32(n)
+        views = _copy_free_loop_views(fn, args, mode)
+    assert views[1].toggles and views[1].repeat == 4
+    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
+    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
+    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
+    assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 1 for slot in inner_slots)
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

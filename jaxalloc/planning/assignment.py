@@ -493,15 +493,17 @@ class _BlockPlanner:
                     and ((root in self.foldable and root not in self.unsettled)
                          or not any(m in self.dictated for m in group))):
                 eligible.add(c)
-        for c in longest.keys() - eligible:
-            # an init operand of this block that the rounds read in place, whose result lies in an
-            # enclosing loop's next view: another free slot of that view, so the result is there
-            # too after no round
-            init, parent = op.inits[c], self.dictated.get(results[c])
-            if (parent is not None and self.apart(parent) and defined_in(init, self.block) and not _constant(init)
-                    and not isinstance(init, BlockArgument) and self.unplaced(init)
-                    and byte_size(init.type) == byte_size(results[c].type)):
-                self.computed_apart([init], parent)
+        for p, (c, delay) in origins.items():
+            # init operands of this block that the rounds read in place, where the result lies in an
+            # enclosing loop's next view: other free slots of that view, so the result is there too
+            # after fewer rounds (an origin's in a case result's memory too; a follower's there
+            # take slots past the ring, `inits_beside_ring`)
+            parent = self.dictated.get(results[p])
+            if parent is None or not self.apart(parent) or (
+                    c in eligible if p == c else isinstance(parent.owner, jx.CaseOp)):
+                continue
+            chain = (c,) if p == c else _chain(p, delay, args, yields)
+            self.computed_apart(self.own_inits([op.inits[q] for q in chain], results[p]), parent)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
         aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
         # The next value may be computed in place into the oldest value of its ring (read for the last
@@ -656,12 +658,15 @@ class _BlockPlanner:
             if (parent is None or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent)
                     or not carry.repeat or _past_inits(op, carry)):
                 continue
-            inits = [v for v in dict.fromkeys(op.inits[q] for q in carry.initial)
-                     if defined_in(v, self.block) and not _constant(v) and not isinstance(v, BlockArgument)
-                     and self.unplaced(v) and byte_size(v.type) == byte_size(result.type)]
             ring = max((self.rings[r][1] for r in op.res if r in self.rings and self.merge.find(r) is self.merge.find(result)),
                        default=carry.repeat)
-            self.computed_apart(inits, parent, past=ring)
+            self.computed_apart(self.own_inits([op.inits[q] for q in carry.initial], result), parent, past=ring)
+
+    def own_inits(self, inits: list[SSAValue], result: SSAValue) -> list[SSAValue]:
+        """The init operands among `inits` that this block computes, in no memory but their own, as
+        large as the loop result `result`: they may be computed into the memory the result lies in."""
+        return [v for v in dict.fromkeys(inits) if defined_in(v, self.block) and not _constant(v)
+                and not isinstance(v, BlockArgument) and self.unplaced(v) and byte_size(v.type) == byte_size(result.type)]
 
     def settles(self, followed: bool, ring: list[SSAValue]) -> bool:
         """Whether an origin's init operand may be its ring's slot 0 as far as the positions holding
