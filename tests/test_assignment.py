@@ -457,6 +457,34 @@ def test_an_init_operand_an_inner_rotation_reads_in_place_takes_a_free_slot_of_t
     assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 1 for slot in inner_slots)
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_inner_ring_whose_first_rounds_read_values_no_round_computes_lies_in_the_next_view(mode):
+    """`b` is handed `w` from outside every round and `c` is handed `b`: no round computes either,
+    so they stay where they lie. The inner rotation starts from `(c, b)`, so `a`'s next value is `b`
+    after no round, `c` after one and a ring slot after more. The inner ring lies in `a`'s next
+    view, which toggles, reading `b` or `c` where it lies (48 bytes were copied into `a`'s ring
+    every call before; random program 1115)."""
+
+    def fn(x, y, n):
+        w = jnp.sqrt(jnp.abs(y) + 1.0)
+
+        def middle(j, s):
+            a, b, c = s
+            body = lambda t: (t[0] + 1, jnp.abs(t[1]) + 1.0, t[1])
+            return lax.while_loop(lambda t: t[0] < n, body, (0, c, b))[2], w, b
+
+        return lax.fori_loop(0, 3, middle, (x, y, y))[0]
+
+    for n in (0, 1, 3):
+        args = jnp.arange(4.0), jnp.arange(4.0) * 3, jnp.int32(n)
+        views = _copy_free_loop_views(fn, args, mode)
+    assert views[1].toggles and views[1].repeat == 2
+    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
+    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
+    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
+    assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 1 for slot in inner_slots)
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

@@ -220,12 +220,14 @@ class _BlockPlanner:
 
     def __init__(self, block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
                  ring_holders: frozenset = frozenset(), donated: set = frozenset(), unsettled: frozenset = frozenset(),
-                 lent: frozenset = frozenset(), followed: dict | None = None, pools: bool = False):
+                 lent: frozenset = frozenset(), followed: dict | None = None, pools: bool = False,
+                 stable: frozenset = frozenset()):
         self.block, self.options, self.ring_holders, self.donated = block, options, ring_holders, donated
         self.pools = pools  # whether values that a parent value may each be, alive together, go apart (`apart`)
         self.outside, self.dictated, self.foldable, self.unsettled = outside, dictated, foldable, unsettled
         self.lent = lent  # carried values of this body that may be another position's next value (`loop`)
         self.followed = followed or {}  # carried values of this body held in the toggle ring of another's next view
+        self.stable = stable  # carried values of this body that no round computes: they stay where they lie
         self.ops = list(block.ops)
         self.live = block_liveness(block)
         self.position = {v: i for i, v in enumerate(self.live.values)}
@@ -534,7 +536,7 @@ class _BlockPlanner:
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, holders,
-                                    unsettled=unsettled, lent=lent, followed=followed, pools=pools)
+                                    unsettled=unsettled, lent=lent, followed=followed, pools=pools, stable=frozenset(stable))
             # an unsettled value whose next value is not then in its next view would be copied there
             # every round: its inner rings start in its slot instead, copying only where round 0 finds
             # the init operand elsewhere and an inner loop runs no round
@@ -756,7 +758,8 @@ class _BlockPlanner:
                           case: jx.CaseOp | None = None) -> bool:
         """Whether the ring of the loop result `result` (planned in `plan`: this block's, or a branch's
         of `case`) may lie in `parent`, a next view: what its first rounds read in place is computed
-        there, is the position's own carried value, or comes from outside the loop whose body this is."""
+        there, is the position's own carried value, stays where it lies (a value from outside the loop
+        whose body this is, a carried value no round computes), or is lent."""
         loop = result.owner
         carries = plan.carries[loop]
         if any(c.shift and c.repeat > 1 and (r in group or case) for r, c in zip(loop.results, carries)):
@@ -767,7 +770,7 @@ class _BlockPlanner:
             return False
         return not (carry.passed and not carry.repeat) and all(
             self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i) or i in self.lent
-            or self.followed.get(i) is parent for i in inits)
+            or i in self.stable or self.followed.get(i) is parent for i in inits)
 
     def carried_into(self, value: SSAValue, parent: SSAValue) -> bool:
         """Whether `value` is the carried value of the position whose next view is `parent` (an
@@ -875,9 +878,9 @@ class _BlockPlanner:
 def _plan_block(block: Block, options: _Options, outside: set, dictated: dict, foldable: set, aliases=(),
                 ring_holders: frozenset = frozenset(), donated: set = frozenset(),
                 unsettled: frozenset = frozenset(), lent: frozenset = frozenset(), followed: dict | None = None,
-                pools: bool = False) -> BlockPlan:
+                pools: bool = False, stable: frozenset = frozenset()) -> BlockPlan:
     return _BlockPlanner(block, options, outside, dictated, foldable, aliases, ring_holders, donated, unsettled,
-                         lent, followed, pools).run()
+                         lent, followed, pools, stable).run()
 
 
 @dataclass(frozen=True)
