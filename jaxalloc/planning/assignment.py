@@ -505,8 +505,7 @@ class _BlockPlanner:
                     c in eligible if p == c else isinstance(parent.owner, jx.CaseOp)):
                 continue
             chain = (c,) if p == c else _chain(p, delay, args, yields)
-            if rounds is None or rounds < len(chain):  # else the result is always in its ring
-                self.computed_apart(self.own_inits([op.inits[q] for q in chain], results[p]), parent)
+            self.computed_apart(self.own_inits([op.inits[q] for q in chain], results[p]), parent)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
         aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
         # The next value may be computed in place into the oldest value of its ring (read for the last
