@@ -430,6 +430,20 @@ def test_an_origin_whose_value_a_borrower_may_keep_toggles_around_it_beside_its_
     assert [(v.repeat, v.toggles) for v in views[1:]] == [(2, True), (4, True), (0, False)]
 
 
+def _copy_free_with_the_inner_ring_in_the_next_view(fn, mode):
+    """Run `fn(x, y, n)` planned in `mode` for 0, 1 and 3 inner rounds with no bytes copied, check
+    that the inner loop's ring is the outer loop's next view of its position 1, and return the
+    outer loop's multi-views."""
+    for n in (0, 1, 3):
+        args = jnp.arange(4.0), jnp.arange(4.0) * 3, jnp.int32(n)
+        views = _copy_free_loop_views(fn, args, mode)
+    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
+    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
+    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
+    assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 1 for slot in inner_slots)
+    return views
+
+
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_an_init_operand_an_inner_rotation_reads_in_place_takes_a_free_slot_of_the_next_view(mode):
     """The inner loop rotates `(r, s) -> (s, |s| - 1)` from `(u, b)`, `u = -a` computed in the outer
@@ -447,14 +461,8 @@ def test_an_init_operand_an_inner_rotation_reads_in_place_takes_a_free_slot_of_t
 
         return lax.fori_loop(0, 4, outer, (x, y))
 
-    for n in (0, 1, 3):
-        args = jnp.arange(4.0), jnp.arange(4.0) * 3, jnp.int32(n)
-        views = _copy_free_loop_views(fn, args, mode)
+    views = _copy_free_with_the_inner_ring_in_the_next_view(fn, mode)
     assert views[1].toggles and views[1].repeat == 4
-    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
-    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
-    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
-    assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 1 for slot in inner_slots)
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
@@ -475,14 +483,8 @@ def test_an_inner_ring_whose_first_rounds_read_values_no_round_computes_lies_in_
 
         return lax.fori_loop(0, 3, middle, (x, y, y))[0]
 
-    for n in (0, 1, 3):
-        args = jnp.arange(4.0), jnp.arange(4.0) * 3, jnp.int32(n)
-        views = _copy_free_loop_views(fn, args, mode)
+    views = _copy_free_with_the_inner_ring_in_the_next_view(fn, mode)
     assert views[1].toggles and views[1].repeat == 2
-    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
-    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
-    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
-    assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 1 for slot in inner_slots)
 
 
 def _rotating_with_an_inner_ring(x):
