@@ -715,8 +715,9 @@ class _BlockPlanner:
     def computed_apart(self, values: list[SSAValue], parent: SSAValue, past: int = 1) -> None:
         """`values` of this block that `parent` may be, alive together with the value computed into
         it: each into a slot of its own (`spares`), after those the others take: a free slot of a
-        loop position's toggle ring, or a slot of a case result's memory. Not a loop's ring: one in
-        a next view is cut from its first free slot."""
+        loop position's toggle ring, or a slot of a case result's memory, from slot `past` on (past
+        the ring the result holds). Not a loop's ring: one in a next view is cut from its first free
+        slot."""
         values = [v for v in values if not any(m in self.rings for m in self.members.get(self.merge.find(v), [v]))]
         first = max(past, 1 + max((n for v, n in self.plan.spares.items() if self.dictated.get(v) is parent), default=0))
         for n, value in enumerate(values, start=first):
