@@ -660,9 +660,7 @@ class _BlockPlanner:
             if (parent is None or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent)
                     or not carry.repeat or _past_inits(op, carry)):
                 continue
-            ring = max((self.rings[r][1] for r in op.res if r in self.rings and self.merge.find(r) is self.merge.find(result)),
-                       default=carry.repeat)
-            self.computed_apart(self.own_inits([op.inits[q] for q in carry.initial], result), parent, past=ring)
+            self.computed_apart(self.own_inits([op.inits[q] for q in carry.initial], result), parent, past=carry.repeat)
 
     def own_inits(self, inits: list[SSAValue], result: SSAValue) -> list[SSAValue]:
         """The init operands among `inits` that this block computes, in no memory but their own, as
