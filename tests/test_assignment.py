@@ -466,6 +466,24 @@ def test_an_init_operand_an_inner_rotation_reads_in_place_takes_a_free_slot_of_t
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_an_init_operand_of_an_inner_rotation_that_always_ends_in_its_ring_takes_no_slot(mode):
+    """As above, but the inner loop runs three rounds, a known count past its first rounds: `r` is
+    always in the inner ring, so `u` takes no free slot of `a`'s next view, which has one slot less
+    (random programs 14249, 14305, 18532)."""
+
+    def fn(x, y):
+        def outer(i, s):
+            a, b = s
+            body = lambda j, t: (t[1], jnp.abs(t[1]) - 1.0)
+            return lax.fori_loop(0, 3, body, (-a, b))[0], a
+
+        return lax.fori_loop(0, 4, outer, (x, y))
+
+    views = _copy_free_loop_views(fn, (jnp.arange(4.0), jnp.arange(4.0) * 3), mode)
+    assert views[1].toggles and views[1].repeat == 3
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_an_inner_ring_whose_first_rounds_read_values_no_round_computes_lies_in_the_next_view(mode):
     """`b` is handed `w` from outside every round and `c` is handed `b`: no round computes either,
     so they stay where they lie. The inner rotation starts from `(c, b)`, so `a`'s next value is `b`

@@ -504,6 +504,8 @@ class _BlockPlanner:
             if parent is None or not self.apart(parent) or (
                     c in eligible if p == c else isinstance(parent.owner, jx.CaseOp)):
                 continue
+            if p != c and rounds is not None and rounds >= delay:
+                continue  # the follower's rounds always end in its ring
             chain = (c,) if p == c else _chain(p, delay, args, yields)
             self.computed_apart(self.own_inits([op.inits[q] for q in chain], results[p]), parent)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
