@@ -505,6 +505,33 @@ def test_an_inner_ring_whose_first_rounds_read_values_no_round_computes_lies_in_
     assert views[1].toggles and views[1].repeat == 2
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_chain_of_cases_handing_on_an_inner_result_that_may_be_the_carried_value_lies_in_the_next_view(mode):
+    """`r` is the inner loop's result, `b` itself after no round; two conditionals may hand it on to
+    the next round. Each conditional takes the memory of the value it hands on (`views_outside`:
+    `r` may be only `b` besides its ring), so the inner ring and both results lie in `b`'s next
+    view, which toggles around `b` (16 to 48 bytes were copied into `b`'s ring every call before;
+    random program 14312)."""
+
+    def fn(x, n, k):
+        def outer(i, b):
+            r = lax.while_loop(lambda t: t[0] < n, lambda t: (t[0] + 1, jnp.abs(t[1]) - 1.0), (0, b))[1]
+            p = k > i
+            c = lax.cond(p, lambda v: v * 0.5, lambda v: v, r)
+            return lax.cond(p, lambda v: -v, lambda v: v, c)
+
+        return lax.fori_loop(0, 3, outer, x)
+
+    for n in (0, 1, 3):
+        args = jnp.arange(4.0), jnp.int32(n), jnp.int32(1)
+        views = _copy_free_loop_views(fn, args, mode)
+        assert views[2].toggles
+    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
+    inner, *cases = [op for op in inside.module.walk() if isinstance(op, (jx.WhileOp, jx.CaseOp))][1:]
+    held = [*inner.attributes["mem.views"].data[1].slots.data, *(case.attributes["mem.slots"].data[0] for case in cases)]
+    assert len(cases) == 2 and all(isinstance(slot, NextAttr) and slot.position.data == 2 for slot in held)
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

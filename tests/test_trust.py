@@ -638,7 +638,8 @@ def test_an_inner_ring_of_two_slots_yielded_as_the_carry_lies_in_a_toggle_ring_o
 def test_an_op_on_a_result_of_a_ring_of_two_slots_is_computed_in_the_arena():
     """The result is in whichever slot the last round wrote: an op folded in place into it had no
     place in the arena, ran outside it, and an outer loop yielding it copied it (diffrax's
-    `SaveAt(ts=...)` loop)."""
+    `SaveAt(ts=...)` loop). With the outputs inside the arena, so that no value lies in an
+    output's memory (without, the outer ring lies in the output's, which takes it in place)."""
 
     def nested(x, n):
         def body(i, c):
@@ -646,7 +647,7 @@ def test_an_op_on_a_result_of_a_ring_of_two_slots_is_computed_in_the_arena():
 
         return lax.fori_loop(0, 3, body, x) * 2.0
 
-    plan = jaxalloc.planned(nested).plan(X16, 3)
+    plan = jaxalloc.planned(nested).plan(X16, 3, include_outputs=True)
     sines = [op for op in plan.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "sin"]
     assert sines and all("mem.slot" in op.attributes for op in sines) and plan.check().copies == ()
     for rounds in (0, 1, 4):

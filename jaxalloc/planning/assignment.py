@@ -317,10 +317,13 @@ class _BlockPlanner:
     def views_outside(self, x: SSAValue) -> bool:
         """Whether `x` is a case result that, where a branch makes it a view, views only memory outside
         this block's (an argument, a value of an enclosing block), or a value in its own buffer
-        that is no view or in turn views only such memory (a chain of cases): its own memory is free
-        then, and a value taking it keeps no value of this block alive any longer."""
+        that is no view or in turn views only such memory (a chain of cases), or a loop result in a
+        ring that may also be only such memory (an enclosing loop's carried value, its init
+        operand): its own memory is free then, and a value taking it keeps no value of this block
+        alive any longer. (A loop result that is only ever a view has no memory to take.)"""
         root = self.merge.find(x)
-        return isinstance(x.owner, jx.CaseOp) and all(
+        in_memory = isinstance(x.owner, jx.CaseOp) or isinstance(x.owner, jx.WhileOp) and x not in self.views_only
+        return in_memory and all(
             self.external(v) or self.carried(v)
             or self.merge.find(v) is root and (v not in self.no_fold or self.views_outside(v))
             for v, later in self.keep_alive if later is x)
