@@ -623,6 +623,26 @@ def test_a_position_handed_another_ones_carried_value_reads_it_in_that_ones_ring
     assert a_views.toggles and a_views.repeat == 2 and b_views.repeat == slots
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_position_handed_another_ones_next_value_reads_it_in_that_ones_ring(mode):
+    """`b`'s next value may be `a`'s next value `u`, which a branch hands on: `u` is `a`'s carried
+    value in the next round, lent to `b` as that would be. `b` toggles, reading `u` in `a`'s ring,
+    which keeps each value as long as a lent carried value: three slots, one more than reading the
+    next value needs (32 bytes a call were copied into `b`'s slot before; random program 7269)."""
+
+    def fn(x, steps):
+        def outer(carry, step):
+            a, b = carry
+            u = jnp.exp(jnp.clip(a, -4.0, 1.0))
+            return (u, lax.cond(step > 1, lambda: u, lambda: u * 0.5 + jnp.sum(b))), None
+
+        return lax.scan(outer, (x, x * 2.0), steps)[0]
+
+    args = jnp.arange(4.0), jnp.array([2, 0, 1, 0, 3])
+    _, a_views, b_views = _copy_free_loop_views(fn, args, mode)
+    assert b_views.toggles and a_views.repeat == 3 and not a_views.toggles
+
+
 def _keeping_a_lent_value(x, flags):
     """A branch hands `b` either its own value or `a`'s, so `b` may keep a value of `a`'s for any
     number of rounds."""

@@ -1120,13 +1120,19 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
     """The values the yield `value` may be a view of where it is not computed into its next view
     (the memory of `into`: the value placed there, and the case results in it whose branches are
     looked into): `arg` itself, values from outside the loop `body`, another position's carried
-    value (empty: none). None where it may be a view of anything else (the body's own memory). `scopes`:
+    value, or that position's next value computed into its next view (its carried value next round:
+    it lends both alike, kept in its slot a round longer) (empty: none). None where it may be a view
+    of anything else (the body's own memory). `scopes`:
     the blocks from `body` down to the one that yields `value`, each with its plan; a value is
     looked up in the plan of the block that defines it (a branch may hand on a value of an
     enclosing block)."""
     if value is arg or not _computed_in(value, body) or value in body.args:
         return {value}  # (another position's carried value: `loop` tells whether it stays put)
     plan = next((p for b, p in reversed(scopes) if defined_in(value, b)), scopes[0][1])
+    yields = list(body.last_op.operands)
+    if (not top and value in yields and value is not yields[arg.index]
+            and plan.placed_in.get(value) is body.parent_op().results[yields.index(value)]):
+        return {body.args[yields.index(value)]}  # another position's next value, in its next view
     if not _inside(root := plan.roots.get(value, value), body):  # a view of a value from outside
         return {root}
     if root is not value and not _computed_in(root, scopes[-1][0]) and _computed_in(root, body):
