@@ -318,9 +318,10 @@ class _BlockPlanner:
         """Whether `x` is a case result that, where a branch makes it a view, views only memory outside
         this block's (an argument, a value of an enclosing block), or a value in its own buffer
         that is no view or in turn views only such memory (a chain of cases), or a loop result in a
-        ring that may also be only such memory (an enclosing loop's carried value, its init
-        operand): its own memory is free then, and a value taking it keeps no value of this block
-        alive any longer. (A loop result that is only ever a view has no memory to take.)"""
+        ring that may also be only such memory (its init operand, an argument or an enclosing loop's
+        carried value, where the loop runs no round): its own memory is free then, and a value
+        taking it keeps no value of this block alive any longer. (A loop result that is only ever a
+        view has no memory to take.)"""
         root = self.merge.find(x)
         in_memory = isinstance(x.owner, jx.CaseOp) or isinstance(x.owner, jx.WhileOp) and x not in self.views_only
         return in_memory and all(
@@ -1120,12 +1121,11 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
     """The values the yield `value` may be a view of where it is not computed into its next view
     (the memory of `into`: the value placed there, and the case results in it whose branches are
     looked into): `arg` itself, values from outside the loop `body`, another position's carried
-    value, or that position's next value computed into its next view (its carried value next round:
-    it lends both alike, kept in its slot a round longer) (empty: none). None where it may be a view
-    of anything else (the body's own memory). `scopes`:
-    the blocks from `body` down to the one that yields `value`, each with its plan; a value is
-    looked up in the plan of the block that defines it (a branch may hand on a value of an
-    enclosing block)."""
+    value, or that position's next value computed into its next view, which is its carried value in
+    the next round and which it lends alike (empty: none). None where it may be a view of anything
+    else (the body's own memory). `scopes`: the blocks from `body` down to the one that yields
+    `value`, each with its plan; a value is looked up in the plan of the block that defines it (a
+    branch may hand on a value of an enclosing block)."""
     if value is arg or not _computed_in(value, body) or value in body.args:
         return {value}  # (another position's carried value: `loop` tells whether it stays put)
     plan = next((p for b, p in reversed(scopes) if defined_in(value, b)), scopes[0][1])
