@@ -485,7 +485,6 @@ class _BlockPlanner:
                      for c in longest}
         followers = {c: group for c, group in followers.items() if group}
         init_roots = [self.merge.find(v) for v in op.inits]
-        rounds = op.rounds.data if op.rounds is not None else None
         # a lone origin whose init operand dies here: that memory is its ring's slot 0 (an enclosing
         # loop's carried value only where every round finds it there, not `unsettled`)
         eligible = set()
@@ -508,9 +507,9 @@ class _BlockPlanner:
             if parent is None or not self.apart(parent) or (
                     c in eligible if p == c else isinstance(parent.owner, jx.CaseOp)):
                 continue
-            if p != c and rounds is not None and rounds >= delay:
-                continue  # the follower's rounds always end in its ring
             chain = (c,) if p == c else _chain(p, delay, args, yields)
+            if p != c and _past_inits(op, chain):
+                continue  # the follower's rounds always end in its ring
             self.computed_apart(self.own_inits([op.inits[q] for q in chain], results[p]), parent)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
         aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
@@ -643,7 +642,7 @@ class _BlockPlanner:
                     self.join(results[k], results[c])
                 if initial:
                     self.no_fold.add(results[k])
-                if initial and (rounds is None or rounds < len(initial)):
+                if initial and not _past_inits(op, initial):
                     # after fewer rounds than `initial` lists, the result is an init operand
                     self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
             else:  # handed a value the body does not compute: read where it is
@@ -664,7 +663,7 @@ class _BlockPlanner:
         for result, carry in zip(op.res, carries):
             parent = self.dictated.get(result)
             if (parent is None or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent)
-                    or not carry.repeat or _past_inits(op, carry)):
+                    or not carry.repeat or _past_inits(op, carry.initial)):
                 continue
             self.computed_apart(self.own_inits([op.inits[q] for q in carry.initial], result), parent, past=carry.repeat)
 
@@ -770,7 +769,7 @@ class _BlockPlanner:
         if any(c.shift and c.repeat > 1 and (r in group or case) for r, c in zip(loop.results, carries)):
             return False  # a rotated ring (`settles`) is not an enclosing loop's next view cut in order
         carry = carries[loop.results.index(result)]
-        inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
+        inits = [] if _past_inits(loop, carry.initial) else [loop.operands[q] for q in carry.initial]
         if case is not None and any(_inside(i, branch.block) for i in inits for branch in case.branches):
             return False
         return not (carry.passed and not carry.repeat) and all(
@@ -1130,9 +1129,9 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
         return {value}  # (another position's carried value: `loop` tells whether it stays put)
     plan = next((p for b, p in reversed(scopes) if defined_in(value, b)), scopes[0][1])
     yields = list(body.last_op.operands)
-    if (not top and value in yields and value is not yields[arg.index]
-            and plan.placed_in.get(value) is body.parent_op().results[yields.index(value)]):
-        return {body.args[yields.index(value)]}  # another position's next value, in its next view
+    q = yields.index(value) if value in yields and value is not yields[arg.index] else None
+    if not top and q is not None and plan.placed_in.get(value) is body.parent_op().results[q]:
+        return {body.args[q]}  # another position's next value, in its next view
     if not _inside(root := plan.roots.get(value, value), body):  # a view of a value from outside
         return {root}
     if root is not value and not _computed_in(root, scopes[-1][0]) and _computed_in(root, body):
@@ -1184,7 +1183,7 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
         # a toggle ring's result may be what it was handed back: told where that lies outside its loop
         if carry.repeat and (not carry.passed or _lone_toggles(plan, value)) and not any(v.owner is loop for v in besides):
             return besides
-        if _past_inits(loop, carry):
+        if _past_inits(loop, carry.initial):
             return []  # always in its ring
     handed = plan.phi_values.get(value)
     return None if handed is None else list(handed)
@@ -1196,7 +1195,7 @@ def _besides_ring(plan: BlockPlan, value: SSAValue) -> list[SSAValue]:
     (`toggled_from`), where they are."""
     loop = value.owner
     carry = plan.carries[loop][loop.results.index(value)]
-    inits = [] if _past_inits(loop, carry) else [loop.operands[q] for q in carry.initial]
+    inits = [] if _past_inits(loop, carry.initial) else [loop.operands[q] for q in carry.initial]
     return list(dict.fromkeys([*inits, *plan.toggled_from.get(value, ())]))
 
 
@@ -1215,10 +1214,10 @@ def _may_be(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] | 
     return found
 
 
-def _past_inits(loop: jx.WhileOp, carry: Carry) -> bool:
-    """Whether `loop` says it runs at least as many rounds as `carry` reads init operands in place:
-    its result at that position is then always in its ring."""
-    return loop.rounds is not None and loop.rounds.data >= len(carry.initial)
+def _past_inits(loop: jx.WhileOp, initial: Sequence[int]) -> bool:
+    """Whether `loop` says it runs at least as many rounds as a position reads init operands in
+    place (`initial`: their positions): its result at that position is then always in its ring."""
+    return loop.rounds is not None and loop.rounds.data >= len(initial)
 
 
 def _computed_in(value: SSAValue, block: Block) -> bool:
