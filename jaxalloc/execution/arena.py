@@ -37,10 +37,12 @@ from jaxalloc.frontend.types import byte_size, dtype_of, key_words
 MAX_ARENA_BYTES = 2**31 - 1
 """Offsets are passed to kernels as int32."""
 
-FUSE_AFTER = 2
+FUSE_AFTER = 8
 """Runs of an op before it gets a fused kernel of its own. Until then it runs unfused: an eager
 bind between reads and writes that are compiled once per layout, so a program run once compiles
-almost nothing of its own; ops that run again (loop bodies, repeated calls) fuse."""
+almost nothing of its own; ops that run often (long loops, repeated calls) fuse. A kernel of its
+own takes XLA some 50-130 ms to compile on a CPU, where an unfused run dispatches kernels already
+compiled: an op of a loop of a few rounds does not pay that compile back."""
 
 
 @dataclass(frozen=True)
