@@ -15,7 +15,7 @@ from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.cli import main
-from jaxalloc.frontend.convert import value_label
+from jaxalloc.frontend.labels import value_label
 from jaxalloc.planning.plan import _ir_namer
 from jaxalloc.reports.chart import plot_plan
 from xdsl.printer import Printer

@@ -39,7 +39,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import YIELDED, ArenaAttr, NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import PlanViolation
-from jaxalloc.frontend.convert import value_label, value_name
+from jaxalloc.frontend.labels import value_label, value_name
 from jaxalloc.frontend.types import byte_size
 
 WIDEN_AFTER = 128

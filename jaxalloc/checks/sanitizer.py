@@ -23,7 +23,7 @@ from jaxalloc.checks.plan_check import reinterprets
 from jaxalloc.errors import PlanViolation
 from jaxalloc.execution.arena import COPY, Arena, Layout, Located
 from jaxalloc.execution.interpreter import ArenaFunctions
-from jaxalloc.frontend.convert import value_label, value_name
+from jaxalloc.frontend.labels import value_label, value_name
 
 
 class Tagged(int):

@@ -31,7 +31,7 @@ from xdsl.ir import Attribute
 
 from jaxalloc.dialects.jx import KeyType
 from jaxalloc.errors import UnsupportedProgramError
-from jaxalloc.frontend.convert import Binding
+from jaxalloc.frontend.bindings import Binding
 from jaxalloc.frontend.types import byte_size, dtype_of, key_words
 
 MAX_ARENA_BYTES = 2**31 - 1

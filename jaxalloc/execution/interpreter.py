@@ -33,7 +33,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import JaxallocError
 from jaxalloc.execution.arena import Arena, Layout, Located, layout_of
-from jaxalloc.frontend.convert import BindTable
+from jaxalloc.frontend.bindings import BindTable
 from jaxalloc.passes.assign import places_of
 from jaxalloc.passes.fusion import FusedBinding
 from jaxalloc.planning.inplace import is_view

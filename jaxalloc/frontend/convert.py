@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -23,9 +23,10 @@ from jax._src import core, source_info_util
 from jax._src.lax import lax as lax_internal
 from xdsl.builder import Builder, InsertPoint
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 
 from jaxalloc.dialects import jx
+from jaxalloc.frontend.bindings import Binding, BindTable
 from jaxalloc.frontend.types import dtype_of, tensor_type
 
 _INLINED_JAXPR_PARAM = {
@@ -36,43 +37,6 @@ _INLINED_JAXPR_PARAM = {
     "custom_jvp_call": "call_jaxpr",
     "custom_vjp_call": "call_jaxpr",
 }
-
-
-@dataclass(frozen=True)
-class Binding:
-    """What `jx.prim` binds: the primitive and its parameters as JAX's own evaluator passes them."""
-
-    primitive: core.Primitive
-    params: dict[str, Any]
-
-    @functools.cached_property
-    def key(self) -> Hashable:
-        """Equal for bindings of one primitive with equal parameters, so they can share compiled
-        code; a binding with unhashable parameters is only equal to itself."""
-        key = (self.primitive, tuple(sorted(self.params.items())))
-        try:
-            hash(key)
-        except TypeError:
-            return (self.primitive, id(self))
-        return key
-
-    def bind(self, *args):
-        out = self.primitive.bind(*args, **self.primitive.get_bind_params(self.params))
-        return tuple(out) if self.primitive.multiple_results else (out,)
-
-
-@dataclass
-class BindTable:
-    """The side table behind the IR: keys of `jx.prim` and `jx.const` index `entries`."""
-
-    entries: list[Any] = field(default_factory=list)
-
-    def add(self, entry: Any) -> int:
-        self.entries.append(entry)
-        return len(self.entries) - 1
-
-    def __getitem__(self, key: int) -> Any:
-        return self.entries[key]
 
 
 @dataclass(frozen=True)
@@ -401,33 +365,6 @@ def _locate(block: Block, before, eqn: core.JaxprEqn) -> None:
         if isinstance(op.location, UnknownLoc):
             op.location = location
         op = op.next_op
-
-
-def value_name(value: SSAValue) -> str:
-    """`%name` as the IR prints it, `%?` for a value without a name hint."""
-    return f"%{value.name_hint}" if value.name_hint else "%?"
-
-
-def value_label(value: SSAValue) -> str:
-    """What defines `value`, for people: `dot_general models.py:24`, `while models.py:30`, `argument`."""
-    if isinstance(value, BlockArgument):
-        parent = value.block.parent_op()
-        return "argument" if parent is None or isinstance(parent, jx.FuncOp) else f"{_op_name(parent)} carry"
-    op = value.owner
-    location = op.location
-    while op is not None and isinstance(location, UnknownLoc):  # glue of a loop: the loop's line
-        op = op.parent_op()
-        location = op.location if op is not None else location
-    name = _op_name(value.owner)
-    if isinstance(location, FileLineColLoc):
-        return f"{name} {os.path.basename(location.filename.data)}:{location.line.data}"
-    return name
-
-
-def _op_name(op) -> str:
-    if isinstance(op, jx.PrimOp):
-        return op.primitive.data
-    return op.name.removeprefix("jx.")
 
 
 def _aval_of(value: SSAValue) -> jax.ShapeDtypeStruct:

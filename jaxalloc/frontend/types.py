@@ -1,14 +1,15 @@
 """How JAX array types appear in the IR: dtype <-> xDSL element type, and byte sizes.
 
 Every JAX dtype has an exact builtin counterpart except PRNG keys, which become
-`!jx.key<impl>`; the byte size of a key array follows from its impl's key shape.
+`!jx.key<impl>`; the byte size of a key array follows from its impl's key shape. JAX is
+imported where a JAX dtype or a key's impl is asked about, so that passes over the IR load
+without it.
 """
 
 from __future__ import annotations
 
 import functools
 
-import jax
 import ml_dtypes
 import numpy as np
 from xdsl.dialects import builtin
@@ -40,6 +41,8 @@ _DTYPE_OF_FLOAT = {t: d for d, t in _FLOATS.items()}
 
 def element_type(dtype) -> Attribute:
     """The xDSL element type of a JAX dtype (bool is i1, unsigned integers are `ui`)."""
+    import jax
+
     if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
         return KeyType(builtin.StringAttr(dtype._impl.name))
     dtype = np.dtype(dtype)
@@ -101,4 +104,6 @@ def byte_size(type_: Attribute) -> int:
 @functools.lru_cache(maxsize=None)
 def key_words(impl: str) -> int:
     """The uint32 words of one PRNG key of this impl."""
+    import jax
+
     return jax.random.key_data(jax.random.key(0, impl=impl)).size

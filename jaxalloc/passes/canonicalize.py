@@ -16,10 +16,8 @@ takes a fresh key, and its printed `params` change the same way in both cases.
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,19 +37,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from jaxalloc.dialects import jx
-from jaxalloc.frontend.convert import Binding, BindTable, const_op, const_text, printable_params
+from jaxalloc.frontend.bindings import Binding, BindTable
+from jaxalloc.frontend.convert import const_op, const_text, printable_params
 from jaxalloc.frontend.types import dtype_of
 from jaxalloc.passes.dead_code import DeadCodePass
+from jaxalloc.passes.printed_params import UNREADABLE, printed_param
 from jaxalloc.planning.liveness import defined_in
-
-UNREADABLE = object()
-"""A parameter whose printed form does not parse back (IR read from text): no rewrite uses it."""
-
-_NUMPY_SCALAR = re.compile(r"np\.\w+\(([^()]*)\)")
-"""`np.int64(0)` as the IR prints a numpy scalar: read as `0`."""
-
-_PRECISION = re.compile(r"Precision\.(\w+)")
-"""`Precision.HIGHEST` as the IR prints a matmul precision: read back by name."""
 
 IMPLICIT_BROADCAST = frozenset(
     {
@@ -144,26 +135,6 @@ class Rebinder:
         key = self._key(primitive, dict(params))
         result_type = TensorType(value.type.element_type, shape)
         return _located(jx.PrimOp("reshape", key, [value], [result_type], printable_params(params)), like)
-
-
-def printed_param(op: jx.PrimOp, name: str) -> Any:
-    """A bind parameter of `op` parsed from its printed form: None where it is not printed,
-    `UNREADABLE` where the printed form does not parse."""
-    text = op.params.data.get(name)
-    if text is None:
-        return None
-    try:
-        value = ast.literal_eval(_PRECISION.sub(r"'\1'", _NUMPY_SCALAR.sub(r"\1", text.data)))
-        return _precisions(value) if name == "precision" else value
-    except (ValueError, SyntaxError, KeyError):
-        return UNREADABLE
-
-
-def _precisions(value: Any) -> Any:
-    """A `dot_general` precision read from text: names back to `lax.Precision`s."""
-    if isinstance(value, tuple):
-        return tuple(_precisions(v) for v in value)
-    return lax.Precision[value] if isinstance(value, str) else value
 
 
 @functools.lru_cache(maxsize=None)

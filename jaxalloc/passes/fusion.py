@@ -29,7 +29,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from jaxalloc.dialects import jx
-from jaxalloc.frontend.convert import BindTable
+from jaxalloc.frontend.bindings import BindTable
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.passes import library_graphs
 from jaxalloc.passes.schedule import module_bound

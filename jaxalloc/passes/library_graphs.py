@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type
 from xdsl.ir import Operation
 
 from jaxalloc.dialects import jx
-from jaxalloc.passes.canonicalize import UNREADABLE, printed_param
+from jaxalloc.passes.printed_params import UNREADABLE, printed_param
 
 ELEMENTWISE = frozenset({
     "abs", "add", "ceil", "convert_element_type", "cos", "div", "erf", "exp", "expm1", "floor", "log",

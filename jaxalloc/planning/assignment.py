@@ -77,7 +77,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from jaxalloc.allocators import Problem, allocate
 from jaxalloc.dialects import jx
-from jaxalloc.frontend.convert import value_label
+from jaxalloc.frontend.labels import value_label
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.planning.inplace import in_place_candidates, is_view, viewed
 from jaxalloc.planning.liveness import block_liveness, defined_in, flat_schedule

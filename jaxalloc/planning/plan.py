@@ -28,7 +28,7 @@ from jaxalloc.checks.checker import check_plan
 from jaxalloc.checks.plan_check import PlanCheck, check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError, check_alignment, check_top
-from jaxalloc.frontend.convert import value_label
+from jaxalloc.frontend.labels import value_label
 from jaxalloc.planning.assignment import BlockPlan, Row, plan_rows
 from jaxalloc.planning.liveness import flat_schedule
 from jaxalloc.reports.chart import plot_plan, write_plan_csv
