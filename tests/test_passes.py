@@ -67,3 +67,18 @@ def test_xdsl_opt_runs_the_pipeline(tmp_path: Path):
     assert run.returncode == 0, run.stderr
     assert "mem.arena = #mem.arena<bytes = " in run.stdout
     assert "mem.slot = #mem.slot<offset = 0, size = 256>" in run.stdout
+
+
+def test_xdsl_opt_runs_the_passes_without_importing_jax():
+    """Importing JAX takes seconds, which every `xdsl-opt` call would pay; only `jx-canonicalize`
+    (and a pass meeting a PRNG key type) needs it."""
+    script = (
+        "import sys\n"
+        "from jaxalloc.universe import JAXALLOC_UNIVERSE as u\n"
+        "for name, load in {**u.all_dialects, **u.all_passes}.items():\n"
+        "    if name != 'jx-canonicalize':\n"
+        "        load()\n"
+        "assert 'jax' not in sys.modules, 'JAX was imported'\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
