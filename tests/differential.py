@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax._src import core
+from xdsl.dialects.builtin import ModuleOp
 
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
@@ -171,14 +172,15 @@ def assert_same(actual, expected, tolerance: dict[str, float] | None = None) -> 
     assert not found, "\n".join(f"{where}: {what}" if where else what for where, what in found)
 
 
-def check_roundtrip(module) -> str:
-    """Print, parse back, verify and print again: both texts must be equal. Returns the text."""
+def check_roundtrip(module) -> ModuleOp:
+    """Print, parse back, verify and print again: both texts must be equal. Returns the module
+    parsed back."""
     module.verify()
     text = str(module)
     parsed = parse_module(text)
     parsed.verify()
     assert str(parsed) == text, "the printed module does not print identically after parsing"
-    return text
+    return parsed
 
 
 class JitDisagreement(UserWarning):
@@ -282,8 +284,7 @@ def check_modes(fn, *args, modes: tuple[str, ...], name: str | None = None,
     name = name or _program_name(fn)
     first = jaxalloc.planned(fn, passes=passes)
     traced = first._traced(args, {})
-    text = check_roundtrip(traced.converted.module)
-    parsed = Converted(parse_module(text), traced.converted.table)
+    parsed = Converted(check_roundtrip(traced.converted.module), traced.converted.table)
     reference = _Reference(fn, args, name, program_tolerance(traced.closed_jaxpr))
     checked = {}
     for mode in modes:
