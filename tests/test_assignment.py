@@ -1,9 +1,13 @@
 """Buffer assignment on whole programs: every plan passes the independent checker, and the
 multi-view cases get the repeat lengths and arena sizes NNC's scheme gives them."""
 
+import functools
+
 import jax.numpy as jnp
 import pytest
 from jax import lax
+from xdsl.dialects.builtin import ModuleOp
+
 from differential import AS_TRACED, check_program
 
 import jaxalloc
@@ -24,7 +28,11 @@ MiB = 1 << 20
 def planned_rows(fn, *args, allocator="nnc", alignment=64):
     """Plan `fn` and check it both ways (the static checker on the planned IR, the rows); the block
     plan, rows and bound."""
-    module = jaxalloc.planned(fn, passes=AS_TRACED).lower(*args)
+    return module_rows(jaxalloc.planned(fn, passes=AS_TRACED).lower(*args), allocator, alignment)
+
+
+def module_rows(module, allocator="nnc", alignment=64):
+    """`planned_rows` of a module as traced (which planning leaves as it is)."""
     func = next(iter(module.ops))
     plan = plan_function(func, allocator=allocator, alignment=alignment)
     checked = make_plan(module, allocator, alignment)
@@ -34,17 +42,23 @@ def planned_rows(fn, *args, allocator="nnc", alignment=64):
     return func, plan, checked.buffers, checked.lower_bound
 
 
+@functools.cache
+def _traced(program) -> ModuleOp:
+    """A program of the corpus, or a random program's seed, as traced: traced once for every allocator."""
+    fn, args = random_program(program) if isinstance(program, int) else (program.fn, program.make_args())
+    return jaxalloc.planned(fn, passes=AS_TRACED).lower(*args)
+
+
 @pytest.mark.parametrize("allocator", list(ALLOCATORS))
 def test_every_corpus_program_plans_validly(allocator):
     for program in PROGRAMS:
-        planned_rows(program.fn, *program.make_args(), allocator=allocator)
+        module_rows(_traced(program), allocator)
 
 
 @pytest.mark.parametrize("allocator", list(ALLOCATORS))
 def test_random_programs_plan_validly(allocator):
     for seed in range(30):
-        fn, args = random_program(seed)
-        planned_rows(fn, *args, allocator=allocator)
+        module_rows(_traced(seed), allocator)
 
 
 @pytest.mark.parametrize("seed", [11774, 19426])
