@@ -546,6 +546,38 @@ def test_a_chain_of_cases_handing_on_an_inner_result_that_may_be_the_carried_val
     assert len(cases) == 2 and all(isinstance(slot, NextAttr) and slot.position.data == 2 for slot in held)
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_branch_handing_on_a_rotation_puts_the_ring_its_result_lies_in_in_the_case_result(mode):
+    """The computing branch yields `c21`, which the rounds hand `c23`, a value of `c22`'s ring (it
+    holds the rotation's values). The case result takes that ring, and the init operand read in
+    place before it takes a slot past the ring, so the branch's value is already in the result's
+    memory (4 bytes a call were copied into the case result before; random program 29330)."""
+
+    def fn(a, p):
+        def computing(x):
+            y = x / (1.0 + x * x)
+
+            def body(i, carry):
+                c21, c22, c23 = carry
+
+                def inner(c, _):
+                    return (jnp.clip(c[1] - c22, -1.0, 1.0), c[0], jnp.cos(c[2])), None
+
+                d = lax.scan(inner, (jnp.tanh(x), c22, c23), None, length=3)[0][0]
+                return c23, d, d
+
+            return lax.fori_loop(0, 3, body, (y * y, y, x))[0]
+
+        r = lax.cond(p > 0, computing, lambda x: x, a)
+        return a - r, r
+
+    for p in (1, 0):
+        args = jnp.float32(0.7), jnp.int32(p)
+        planned = check_program(fn, *args, mode=mode)
+        assert planned.last_run.copied_bytes == 0
+        assert planned.plan(*args, include_outputs=True).check().copies == ()
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

@@ -693,16 +693,28 @@ class _BlockPlanner:
         result, a next round's view): the one of them this block computes is computed there, so the
         result is where its value is, in that memory or outside this block, and is never copied.
         Where this block computes several (an inner loop that swaps them), alive together, and the
-        parent allows (`apart`): each into a slot of its own (`computed_apart`)."""
+        parent allows (`apart`): each into a slot of its own (`computed_apart`). Where one loop's
+        ring holds several of them (a rotation) and the parent is a case result, the result holds
+        that ring, and the others a slot each past it."""
         parent = self.dictated.get(result)
         if parent is None or result not in self.plan.may_be:
             return
         own = [v for v in self.plan.may_be[result] if self.unplaced(v)]
+        ringed = [v for v in own if self.ring_of(v)]
         if len(own) == 1:
             self.dictated[own[0]] = parent
+        elif isinstance(parent.owner, jx.CaseOp) and len({self.merge.find(v) for v in ringed}) == 1 and self.apart(parent):
+            self.dictated[ringed[0]] = parent
+            if len({byte_size(v.type) for v in own}) == 1:
+                ring = self.merge.find(ringed[0])
+                self.computed_apart([v for v in own if self.merge.find(v) is not ring], parent, past=self.ring_of(ring))
         elif self.apart(parent) and len({byte_size(v.type) for v in own}) == 1:
             self.dictated[own[0]] = parent
             self.computed_apart(own[1:], parent)
+
+    def ring_of(self, value: SSAValue) -> int:
+        """The slots of the loop's ring `value`'s buffer is (0 where it is in none)."""
+        return max((self.rings[m][1] for m in self.members.get(self.merge.find(value), [value]) if m in self.rings), default=0)
 
     def unplaced(self, value: SSAValue) -> bool:
         """Whether `value`'s buffer is this block's, in no parent's memory, and no view of others."""
@@ -721,7 +733,7 @@ class _BlockPlanner:
         loop position's toggle ring, or a slot of a case result's memory, from slot `past` on (past
         the ring the result holds). Not a loop's ring: one in a next view is cut from its first free
         slot."""
-        values = [v for v in values if not any(m in self.rings for m in self.members.get(self.merge.find(v), [v]))]
+        values = [v for v in values if not self.ring_of(v)]
         first = max(past, 1 + max((n for v, n in self.plan.spares.items() if self.dictated.get(v) is parent), default=0))
         for n, value in enumerate(values, start=first):
             self.dictated[value] = parent
