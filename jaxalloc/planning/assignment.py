@@ -701,12 +701,13 @@ class _BlockPlanner:
             return
         own = [v for v in self.plan.may_be[result] if self.unplaced(v)]
         ringed = [v for v in own if self.ring_of(v)]
+        rings = {self.merge.find(v) for v in ringed}
         if len(own) == 1:
             self.dictated[own[0]] = parent
-        elif isinstance(parent.owner, jx.CaseOp) and len({self.merge.find(v) for v in ringed}) == 1 and self.apart(parent):
+        elif isinstance(parent.owner, jx.CaseOp) and len(rings) == 1 and self.apart(parent):
+            (ring,) = rings
             self.dictated[ringed[0]] = parent
             if len({byte_size(v.type) for v in own}) == 1:
-                ring = self.merge.find(ringed[0])
                 self.computed_apart([v for v in own if self.merge.find(v) is not ring], parent, past=self.ring_of(ring))
         elif self.apart(parent) and len({byte_size(v.type) for v in own}) == 1:
             self.dictated[own[0]] = parent
