@@ -85,6 +85,55 @@ class RunStats:
     """With `measure_memory=True`: bytes in use before the call and at most during it, sampled after
     every op, or after the kernel in compiled mode (the device's `memory_stats()` where it reports
     them, else `jax.live_arrays()`)."""
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds of the work done for this call's signature and mode since a call last reported it, by
+    phase (`Phases`): tracing, converting, each pass, planning and, in compiled mode, the kernel's
+    trace, lowering and XLA's compile. All of a first call's own work (`.lower()` or `.plan()`
+    before it did the trace and passes), empty for a call that found it done; `seconds` counts
+    neither the trace nor the passes."""
+
+
+class Phases:
+    """A stopwatch of the phases of a first call: where its time goes, which `jax.jit` only tells
+    through `jax.monitoring`. The kernel's lowering and XLA's compile are read off JAX's own
+    events, the kernel's trace is what remains of its first call."""
+
+    LOWER, COMPILE = "/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration"
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def timed(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    @contextlib.contextmanager
+    def kernel(self):
+        """A kernel's first call, its lowering and compile apart from the rest (its trace)."""
+        events = {self.LOWER: 0.0, self.COMPILE: 0.0}
+
+        def heard(event: str, seconds: float, **_) -> None:
+            if event in events:
+                events[event] += seconds
+
+        jax.monitoring.register_event_duration_secs_listener(heard)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            jax.monitoring.unregister_event_duration_listener(heard)
+            whole = time.perf_counter() - start
+            self.seconds["kernel trace"] = whole - events[self.LOWER] - events[self.COMPILE]
+            self.seconds["lower"], self.seconds["XLA compile"] = events[self.LOWER], events[self.COMPILE]
+
+    def take(self) -> dict[str, float]:
+        """The phases timed so far, which the next call will not report again."""
+        taken, self.seconds = self.seconds, {}
+        return taken
 
 
 _ARGUMENT = re.compile(r"depends on the value of the argument (\w+)")
@@ -117,6 +166,8 @@ class _Traced:
     """Per (allocator, alignment): the plan compiled into one kernel (`mode="compiled"`)."""
     donated: tuple[int, ...] = ()
     """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
+    phases: Phases = field(default_factory=Phases)
+    """The work of calls so far that no call has reported yet (`RunStats.phases`)."""
 
     def run(self, flat_args, planned: Planned, listeners) -> tuple[PythonValues, int, int]:
         """Interpret the module on flat arguments, in the arena or eagerly; returns the outputs, the
@@ -129,7 +180,8 @@ class _Traced:
             if planned.mode == "compiled":
                 return self.run_compiled(key, flat_args)
             if key not in self.plans:
-                self.plans[key] = (make_plan(self.converted.module, *key, donated=self.donated), Schedules(), {})
+                with self.phases.timed("plan"):
+                    self.plans[key] = (make_plan(self.converted.module, *key, donated=self.donated), Schedules(), {})
             plan, schedules, layouts = self.plans[key]
             run_in = CheckedFunctions if planned.mode == "checked" else ArenaFunctions
             functions = run_in(self.converted.table, schedules, layouts=layouts)
@@ -150,15 +202,19 @@ class _Traced:
         # the first call plans, traces the kernel and compiles it
         with _collector_paused() if kernel is None else contextlib.nullcontext():
             if kernel is None:
-                # outputs inside the arena: a value computed out of the arena and kept beside it until
-                # the kernel returns would make XLA copy the arena to keep reading it after later writes
-                plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
-                functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
-                kernel = self.kernels[key] = CompiledRun(
-                    plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
-                    self.closed_jaxpr.out_avals,
-                )
-            outputs, copied, wrong_rounds = kernel(flat_args)
+                with self.phases.timed("plan"):
+                    # outputs inside the arena: a value computed out of the arena and kept beside it until
+                    # the kernel returns would make XLA copy the arena to keep reading it after later writes
+                    plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
+                    functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
+                    kernel = self.kernels[key] = CompiledRun(
+                        plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
+                        self.closed_jaxpr.out_avals,
+                    )
+                with self.phases.kernel():
+                    outputs, copied, wrong_rounds = kernel(flat_args)
+            else:
+                outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
         return outputs, kernel.arena_bytes, copied
@@ -372,16 +428,20 @@ class Planned:
             return self._fun(*args, **kwargs)
 
         jitted = jax.jit(fresh, static_argnums=self.static_argnums, static_argnames=self.static_argnames)
+        phases = Phases()
         try:
-            traced = jitted.trace(*args, **kwargs)
+            with phases.timed("trace"):
+                traced = jitted.trace(*args, **kwargs)
         except Exception as e:
             raise _tracing_error(name, e) from (None if _needs_static(e) else e)
         closed, out_tree = traced.jaxpr, jax.tree_util.tree_structure(traced.out_info)
         func_name = name if name.isidentifier() else "main"
-        converted = convert(closed, func_name)
+        with phases.timed("convert"):
+            converted = convert(closed, func_name)
         for pass_name in self.passes:
-            _run_pass(pass_name, converted)
-        return _Traced(closed, out_tree, converted)
+            with phases.timed(pass_name):
+                _run_pass(pass_name, converted)
+        return _Traced(closed, out_tree, converted, phases=phases)
 
     def trace(self, *args, **kwargs) -> core.ClosedJaxpr:
         """The ClosedJaxpr this function traces to for these arguments."""
@@ -444,7 +504,7 @@ class Planned:
         if sampler is not None and self.mode == "compiled":
             sampler.take()  # no op to sample after: the kernel's values are in the arena it returned
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
-        self.last_run = RunStats(self.mode, counter.ops, seconds, arena_bytes, copied, before, peak)
+        self.last_run = RunStats(self.mode, counter.ops, seconds, arena_bytes, copied, before, peak, traced.phases.take())
         return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 
 import jax
 import jax.numpy as jnp
@@ -139,3 +140,25 @@ def test_a_first_call_leaves_the_garbage_collector_as_it_found_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_first_call_says_where_its_time_went():
+    """`last_run.phases`: the first call's trace, conversion, passes, plan and, compiled, the kernel's
+    trace, lowering and XLA compile, together its whole time; a later call did none of it. Work
+    that `.lower()` did before the first call is reported by that call."""
+    x = jnp.arange(3.0)
+    f = jaxalloc.planned(lambda x: jnp.sin(x) * 2.0, mode="compiled")
+    start = time.perf_counter()
+    f(x)
+    whole = time.perf_counter() - start
+    phases = f.last_run.phases
+    assert list(phases) == ["trace", "convert", *jaxalloc.api.DEFAULT_PASSES, "plan", "kernel trace", "lower", "XLA compile"]
+    assert all(seconds > 0 for seconds in phases.values()) and sum(phases.values()) <= whole
+    assert sum(phases.values()) > 0.5 * whole  # what is left: flattening the arguments, the collector
+    f(x)
+    assert f.last_run.phases == {}
+
+    g = jaxalloc.planned(lambda x: x + 1.0, mode="arena", passes=("jx-dce",))
+    g.lower(x)
+    g(x)
+    assert list(g.last_run.phases) == ["trace", "convert", "jx-dce", "plan"]
