@@ -199,9 +199,9 @@ class _Traced:
 
     def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
         kernel = self.kernels.get(key)
-        # the first call plans, traces the kernel and compiles it
-        with _collector_paused() if kernel is None else contextlib.nullcontext():
-            if kernel is None:
+        first = kernel is None  # the first call plans, traces the kernel and compiles it
+        with _collector_paused() if first else contextlib.nullcontext():
+            if first:
                 with self.phases.timed("plan"):
                     # outputs inside the arena: a value computed out of the arena and kept beside it until
                     # the kernel returns would make XLA copy the arena to keep reading it after later writes
@@ -211,9 +211,7 @@ class _Traced:
                         plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
                         self.closed_jaxpr.out_avals,
                     )
-                with self.phases.kernel():
-                    outputs, copied, wrong_rounds = kernel(flat_args)
-            else:
+            with self.phases.kernel() if first else contextlib.nullcontext():
                 outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
