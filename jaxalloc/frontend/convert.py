@@ -346,9 +346,15 @@ def _source_location(eqn: core.JaxprEqn) -> FileLineColLoc | None:
     """The innermost user frame of an equation (outside JAX and jaxalloc), as an op location."""
     traceback = eqn.source_info.traceback if eqn.source_info is not None else None
     for frame in source_info_util.user_frames(traceback):
-        if not os.path.abspath(frame.file_name).startswith(_PACKAGE_DIR + os.sep):
+        if not _ours(frame.file_name):
             return FileLineColLoc(StringAttr(frame.file_name), IntAttr(frame.start_line), IntAttr(frame.start_column))
     return None
+
+
+@functools.cache
+def _ours(file_name: str) -> bool:
+    """Whether a frame's file is jaxalloc's own: asked of every equation's frames, of few files."""
+    return os.path.abspath(file_name).startswith(_PACKAGE_DIR + os.sep)
 
 
 def _locate(block: Block, before, eqn: core.JaxprEqn) -> None:

@@ -70,7 +70,14 @@ def tensor_type(aval) -> TensorType:
             f"shape {tuple(shape)} is dynamic; jaxalloc plans static shapes only "
             "(give the function concrete shapes, e.g. pad to a maximum size)"
         )
-    return TensorType(element_type(aval.dtype), [int(d) for d in shape])
+    return _tensor_type(aval.dtype, tuple(int(d) for d in shape))
+
+
+@functools.cache
+def _tensor_type(dtype, shape: tuple[int, ...]) -> TensorType:
+    """One attribute per dtype and shape: a program has few of them, each built and verified once
+    where a conversion would build one for every value."""
+    return TensorType(element_type(dtype), shape)
 
 
 def dtype_of(element: Attribute) -> np.dtype:

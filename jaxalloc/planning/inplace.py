@@ -43,23 +43,23 @@ VIEWS = frozenset({"reshape", "squeeze", "bitcast_convert_type"})
 
 def in_place_candidates(op: Operation) -> tuple[int, ...]:
     """Operand positions whose memory the op's single result may take, first choice first."""
-    if isinstance(op, jx.FusedOp) and len(op.res) == 1 and all(_maps_elements(inner) for inner in op.body.block.ops):
-        name, result = "add", op.res[0]  # an elementwise chain: the rule of one elementwise op
-    elif not isinstance(op, jx.PrimOp) or len(op.res) != 1:
+    results, operands = op.results, op.operands  # a fused or primitive op's only operands and results
+    if isinstance(op, jx.FusedOp) and len(results) == 1 and all(_maps_elements(inner) for inner in op.body.block.ops):
+        name = "add"  # an elementwise chain: the rule of one elementwise op
+    elif not isinstance(op, jx.PrimOp) or len(results) != 1:
         return ()
     else:
-        name, result = op.primitive.data, op.res[0]
+        name = op.primitive.data
     if name in UPDATES_OPERAND_0:
         positions = (0,)
     elif name in ELEMENTWISE:
-        positions = tuple(range(len(op.args)))
+        positions = tuple(range(len(operands)))
     else:
         return ()
-    size = byte_size(result.type)
+    result = results[0].type
+    shape, size = result.get_shape(), byte_size(result)
     return tuple(
-        i
-        for i in positions
-        if op.args[i].type.get_shape() == result.type.get_shape() and byte_size(op.args[i].type) == size
+        i for i in positions if operands[i].type.get_shape() == shape and byte_size(operands[i].type) == size
     )
 
 
@@ -73,13 +73,14 @@ def _maps_elements(op: Operation) -> bool:
 
 def is_view(op: Operation) -> bool:
     """Whether the op's single result is only its first operand's memory read another way."""
-    if not isinstance(op, jx.PrimOp) or len(op.res) != 1 or not op.args:
+    if not isinstance(op, jx.PrimOp) or len(op.results) != 1 or not op.operands:
         return False
-    if op.primitive.data not in VIEWS:
+    primitive = op.primitive.data
+    if primitive not in VIEWS:
         return False
-    if op.primitive.data == "reshape" and op.params.data.get("dimensions") is not None:
+    if primitive == "reshape" and op.params.data.get("dimensions") is not None:
         return False  # a reshape that transposes first moves data
-    return byte_size(op.args[0].type) == byte_size(op.res[0].type)
+    return byte_size(op.operands[0].type) == byte_size(op.results[0].type)
 
 
 def viewed(value: SSAValue) -> SSAValue:
