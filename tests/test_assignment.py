@@ -578,6 +578,23 @@ def test_a_branch_handing_on_a_rotation_puts_the_ring_its_result_lies_in_in_the_
         assert planned.plan(*args, include_outputs=True).check().copies == ()
 
 
+@pytest.mark.parametrize("seed", [19426, 21909])
+def test_an_inner_toggle_ring_holding_another_positions_values_lies_in_the_enclosing_next_view(seed):
+    """Three loops deep: the middle loop's toggle ring holds another position's values too (a
+    rotation hands them on), and the innermost ring lies in the middle loop's next view. That ring
+    now lies in the outer loop's next view as a ring of one position does, where it lay apart and
+    the outer body copied the middle loop's result into its next view every round (random programs
+    19426 and 21909). The checker's budget still guards the plans whose paths such rings multiply
+    (random program 1628: planned again without them)."""
+    fn, args = random_program(seed)
+    plan = jaxalloc.planned(fn).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    views = [v for op in plan.module.walk() if isinstance(op, jx.WhileOp) for v in op.attributes["mem.views"].data]
+    assert any(v.toggles and v.held and any(isinstance(slot, NextAttr) for slot in v.slots.data) for v in views)
+    for mode in ("checked", "compiled"):
+        assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

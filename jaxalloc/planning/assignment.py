@@ -152,7 +152,7 @@ class BlockPlan:
     value's own where a ring of a loop nested deeper lies in them."""
     toggle_holders: set[SSAValue] = field(default_factory=set)
     """Parent values holding a toggle ring of this block's: a case result, or an enclosing loop's next
-    view where the ring is one position's (`_lone_toggles`)."""
+    view (`nested_toggles`)."""
     toggled_from: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
     """For each loop result in a toggle ring: the values it may be besides its slots (from outside the
     loop, init operands read in place, another position's ring that lends it one), read where they are."""
@@ -187,7 +187,9 @@ class _Options:
     followed_rings: bool = False
     """Inner rings of several slots in the next view of every carried position (`loop`'s `holders`)."""
     nested_toggles: bool = True
-    """Inner toggle rings of one position in an enclosing loop's next view (`_lone_toggles`)."""
+    """Inner toggle rings in an enclosing loop's next view, those that hold other positions' values
+    too included: where the checker's paths then multiply past its budget, `assign` plans again
+    without them."""
     kept_loans: bool = True
     """Lenders that toggle around the values their borrowers may keep for good (`_keepers`)."""
 
@@ -849,8 +851,7 @@ class _BlockPlanner:
             ring = max((self.rings[v] for v in values if v in self.rings), key=lambda r: r[1], default=None)
             placed = [v for v in values if v in self.dictated]
             toggle = any(self.holds_toggle(v) for v in values)
-            if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp) and not (
-                    self.options.nested_toggles and all(_lone_toggles(self.plan, v) for v in values)):
+            if placed and toggle and not isinstance(self.dictated[placed[0]].owner, jx.CaseOp) and not self.options.nested_toggles:
                 placed = []  # its slots are fixed offsets instead
             # a ring of several slots fits a case result (given as many), or a loop's next view of a
             # position that toggles between two slots as large as the ring
@@ -1113,21 +1114,6 @@ def _keepers(toggles: dict[int, set[SSAValue]], able: frozenset[int], args, lent
     return keepers, refused
 
 
-def _lone_toggles(plan: BlockPlan, value: SSAValue) -> bool:
-    """Whether each toggle ring `value` holds (its own, or its branches' where it is a case result)
-    is one position's alone: only such a ring goes into an enclosing loop's next view. Where it
-    holds other positions' values too, the checker's paths multiply with the places of all of them
-    and of the enclosing ring's values, round after round (random program 1628: minutes to check)."""
-    owner = value.owner
-    if isinstance(owner, jx.WhileOp) and owner in plan.carries:
-        carry = plan.carries[owner][owner.results.index(value)]
-        return not (carry.passed and carry.repeat) or not carry.holds
-    if isinstance(owner, jx.CaseOp) and owner in plan.regions:
-        return all(_lone_toggles(branch, v) for branch in plan.regions[owner][1]
-                   for v, parent in branch.placed_in.items() if parent is value)
-    return True
-
-
 def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block, BlockPlan], ...], body: Block,
                   into: frozenset[SSAValue], top: bool = True):
     """The values the yield `value` may be a view of where it is not computed into its next view
@@ -1194,7 +1180,7 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
         carry = plan.carries[loop][loop.results.index(value)]
         besides = _besides_ring(plan, value)
         # a toggle ring's result may be what it was handed back: told where that lies outside its loop
-        if carry.repeat and (not carry.passed or _lone_toggles(plan, value)) and not any(v.owner is loop for v in besides):
+        if carry.repeat and not any(v.owner is loop for v in besides):
             return besides
         if _past_inits(loop, carry.initial):
             return []  # always in its ring
