@@ -21,7 +21,7 @@ import jax
 
 from jaxalloc import planned
 from jaxalloc.api import DEFAULT_PASSES, Phases
-from speed import _geomean, benchmark_programs
+from speed import _geomean, benchmark_programs, compiled_kernel
 
 OURS = ("trace", "convert", *DEFAULT_PASSES, "plan", "kernel trace", "lower", "XLA compile")
 
@@ -43,8 +43,7 @@ def measure(fn, args) -> dict:
     jax.block_until_ready(compiled(*args))
     row["compiled first"] = time.perf_counter() - start
     row.update(compiled.last_run.phases)
-    (traced,) = compiled._cache.values()
-    (kernel,) = traced.kernels.values()
+    _, kernel = compiled_kernel(compiled)
     row["fusions"] = fusions(kernel.executable(jax.tree_util.tree_leaves(args)))
     row["jit fusions"] = fusions(jitted.lower(*args).compile())
     return row

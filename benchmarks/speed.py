@@ -70,6 +70,14 @@ def largest_op_bytes(module) -> int:
     )
 
 
+def compiled_kernel(compiled):
+    """What a compiled planned function traced for the one signature it was called with, and the
+    kernel it compiled for it."""
+    (traced,) = compiled._cache.values()
+    (kernel,) = traced.kernels.values()
+    return traced, kernel
+
+
 def kernel_compile_time(kernel, leaves: list) -> float:
     """XLA's compile of `kernel` for `leaves`, with JAX's caches cleared, which would hand back the
     executable of the first call."""
@@ -99,8 +107,7 @@ def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> tuple[di
         arena = planned(fn, mode="arena")
         row["arena first"] = first_time(lambda: arena(*args))
         row["arena"] = best_time(lambda: arena(*args), max(1, min(repeats, 2)))
-    (traced,) = compiled._cache.values()
-    (kernel,) = traced.kernels.values()
+    traced, kernel = compiled_kernel(compiled)
     executable = kernel.executable(jax.tree_util.tree_leaves(args))
     row["arena bytes"] = kernel.arena_bytes
     row["temp"] = executable.memory_analysis().temp_size_in_bytes
