@@ -336,6 +336,33 @@ def test_a_loop_result_that_is_always_its_init_operand_is_read_as_that_operand()
     assert check_program(fn, *args, mode="compiled", passes=CANON).last_run.copied_bytes == 0
 
 
+def test_a_loop_position_handed_an_invariant_position_s_value_with_the_same_init_is_that_init():
+    """The inner loop runs `(p, q) -> (q, q)` from `(z, z)`: `q` yields its carry unchanged (its
+    condition reads it), and `p`, handed `q`'s value with the same init operand, holds `z` in every
+    round too, however many rounds run. Read as `z`, the outer loop yields its own carry unchanged:
+    its result is `x`, and the inner loop, whose results nothing reads then, goes. Kept, round 0
+    copied the argument into the outer loop's ring (random program 22423)."""
+
+    def fn(x, n):
+        def outer(_, carry):
+            a, z = carry
+            _, p, _ = lax.while_loop(lambda s: (s[0] < n) & (jnp.sum(s[2]) < 100.0),
+                                     lambda s: (s[0] + 1, s[2], s[2]), (0, z, z))
+            return a * 0.5, p
+
+        return lax.fori_loop(0, 3, outer, (x, x))
+
+    args = jnp.arange(4.0), 2
+    module, _ = _lowered(fn, *args)
+    assert len([op for op in module.walk() if isinstance(op, jx.WhileOp)]) == 1
+    func = module.ops.first
+    assert func.body.block.last_op.operands[1] is func.body.block.args[0]  # the result z is x
+    _checked(fn, *args)
+    assert check_program(fn, *args, mode="compiled", passes=CANON).last_run.copied_bytes == 0
+    program = random_program(22423)
+    assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
+
+
 def test_a_copy_of_a_value_its_block_computes_goes_unless_the_block_hands_on_both():
     def fn(x):
         t, kept = jnp.tanh(x), jnp.sin(x)

@@ -471,19 +471,39 @@ class DropIdentities(RewritePattern):
 class LoopInvariantResult(RewritePattern):
     """A loop position whose body yields its carried value unchanged, or hands back its own init
     operand, holds that init operand after any number of rounds: its result's readers read the
-    init operand, as XLA's while-loop simplifier forwards such an element of a loop's state. A
-    loop that yields such a result into another position would otherwise keep a second value that
-    is always the first."""
+    init operand, as XLA's while-loop simplifier forwards such an element of a loop's state. So
+    does a position handed the carried value of such a position with the same init operand (`x`
+    in `(x, y) -> (y, y)` with both `x` and `y` starting as one value): in every round both hold
+    it. A loop that yields such a result into another position would otherwise keep a second value
+    that is always the first (random program 22423)."""
 
     rebind: Rebinder
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, jx.WhileOp):
             return
-        body = op.body.block
-        for arg, value, init, result in zip(body.args, body.last_op.operands, op.inits, op.res):
-            if (value is arg or value is init) and result.uses:
-                rewriter.replace_all_uses_with(result, init)
+        for k in sorted(invariant_positions(op)):
+            if op.res[k].uses:
+                rewriter.replace_all_uses_with(op.res[k], op.inits[k])
+
+
+def invariant_positions(loop: jx.WhileOp) -> set[int]:
+    """The positions of `loop` that hold their init operand in every round: the largest set of
+    positions each of which yields its carried value, its init operand, or the carried value of a
+    position of the set with the same init operand (by induction on the rounds, all of them hold
+    their init operands in each)."""
+    body = loop.body.block
+    args, yields, inits = body.args, body.last_op.operands, loop.inits
+    position = {arg: q for q, arg in enumerate(args)}
+    source = {}
+    for k, (value, init) in enumerate(zip(yields, inits)):
+        if value is args[k] or value is init:
+            source[k] = k
+        elif value in position and inits[position[value]] is init:
+            source[k] = position[value]
+    while dropped := {k for k, q in source.items() if q not in source}:
+        source = {k: q for k, q in source.items() if k not in dropped}
+    return set(source)
 
 
 @dataclass
