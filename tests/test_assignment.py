@@ -595,6 +595,35 @@ def test_an_inner_toggle_ring_holding_another_positions_values_lies_in_the_enclo
         assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
 
 
+def _case_of_a_chain_of_cases(x, i, j, k):
+    """A case whose taken branch yields the last of a chain of cases: the first computes its result
+    or hands `q` on, the second computes from the first's result (writing its own memory before
+    its last read of it) or hands that on, the third negates the second's or hands it on."""
+    q = x * 2
+
+    def taken(q):
+        a = lax.switch(i, [lambda q: q + 1, lambda q: q, lambda q: q - 1], q)
+        b = lax.cond(j > 0, lambda a: a, lambda a: jnp.cumsum(a % 3, axis=1) + a, a)
+        return lax.cond(k > 0, lambda b: -b, lambda b: b, b)
+
+    return lax.cond(jnp.sum(q) > 0, taken, lambda q: q, q)
+
+
+@pytest.mark.parametrize("i, j, k", [(0, 1, 1), (1, 0, 0), (1, 1, 0), (2, 0, 1), (0, 0, 0)])
+def test_a_case_result_that_may_be_any_value_of_a_chain_of_cases_holds_each_in_a_slot_of_its_own(i, j, k):
+    """The outer result may be the third case's value, the second's or the first's (each handing the
+    one before on): each of them is computed into a slot of the outer result's memory of its own,
+    so the result is a view of whichever it is. Before, only the second case's result went there,
+    and the taken branch copied the first's into the result (random program 34185)."""
+    args = jnp.arange(6, dtype=jnp.int32).reshape(2, 3), i, j, k
+    plan = jaxalloc.planned(_case_of_a_chain_of_cases).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    for mode in ("checked", "compiled"):
+        assert check_program(_case_of_a_chain_of_cases, *args, mode=mode).last_run.copied_bytes == 0
+    program = random_program(34185)
+    assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

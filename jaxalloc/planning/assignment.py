@@ -22,7 +22,9 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   its own, free then, which a later op (or case) may take where the result dies there: a chain of
   cases, each handing such a value on or computing from it, is one buffer, and a branch that
   yields the chain's last result into its parent's memory makes that result a view of what the
-  chain may hand on.
+  chain may hand on. Where the chain's results are each in memory of their own instead (a branch
+  computes one before its last read of the result before), the parent's memory holds each of them
+  that the last may be, in a slot of its own (`spares`).
 - Every loop-carried position gets a multi-view: the first rounds read init operands in place
   (Type II), later rounds a ring of R slots in the parent. A value computed in the body at
   position c reaches position p after `delay` rounds when positions pass it on unchanged (a
@@ -430,10 +432,20 @@ class _BlockPlanner:
                 # values of this block a branch hands on where the result is the loop's next value
                 parent = self.dictated.get(result)
                 if parent is not None and self.apart(parent):
-                    self.computed_apart([v for v in dict.fromkeys(handed) if defined_in(v, self.block)
+                    self.computed_apart([v for v in self.handed_through(handed) if defined_in(v, self.block)
                                          and not isinstance(v, BlockArgument) and self.unplaced(v)
                                          and byte_size(v.type) == byte_size(result.type)], parent)
         self.temporaries.append((op, max(p.size for p in plans), index))
+
+    def handed_through(self, handed: list[SSAValue]) -> list[SSAValue]:
+        """`handed`, and the values each case result among them may in turn be handed (an earlier
+        case of this block whose branches hand a value on): a chain of cases, each of whose results
+        a parent's memory then holds in a slot of its own, so the last is a view of one of them."""
+        found, k = list(dict.fromkeys(handed)), 0
+        while k < len(found):
+            found.extend(v for v in self.plan.phi_values.get(found[k], ()) if v not in found)
+            k += 1
+        return found
 
     def case_in_place(self, index: int, op: jx.CaseOp, k: int, plans: list[BlockPlan], viewed: dict[int, set]) -> None:
         """NNC's in-place folding through a case: where the branches that make result `k` a view
