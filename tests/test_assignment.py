@@ -624,6 +624,45 @@ def test_a_case_result_that_may_be_any_value_of_a_chain_of_cases_holds_each_in_a
     assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
 
 
+def _handed_a_rotation_s_value(a):
+    """Position 0's next value is position 1's carried value, its own negated, or its own; position
+    1's next value is computed, and position 2 holds it a round longer (a rotation)."""
+
+    def body(i, carry):
+        c0, c1, c2 = carry
+        k = jnp.clip(i, 0, 3)
+        return lax.switch(k, [lambda: c1, lambda: c1, lambda: -c0, lambda: c0]), jnp.clip(c2, -2.0, 2.0), c1
+
+    return lax.fori_loop(1, 4, body, (a * 2, a, a * a))[0]
+
+
+def test_a_position_handed_a_rotation_s_value_that_it_may_keep_makes_the_rotation_toggle():
+    """Position 0 may take position 1's value and keep it (its branches hand back its own), so
+    position 1, the rotation's origin, toggles around it. Position 1's next value was computed in
+    place of position 2's (the oldest of its ring), so it counted as not computed into its own next
+    view, could not toggle, and position 0 copied the value it took every round (random program
+    21996)."""
+    args = (jnp.float32(0.5),)
+    plan = jaxalloc.planned(_handed_a_rotation_s_value).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    (loop,) = [op for op in plan.module.walk() if isinstance(op, jx.WhileOp)]
+    views = loop.attributes["mem.views"].data
+    assert views[3].toggles and views[2].toggles and 2 in views[3].held  # (two counters, c0, c1, c2)
+    for mode in ("checked", "compiled"):
+        assert check_program(_handed_a_rotation_s_value, *args, mode=mode).last_run.copied_bytes == 0
+
+
+@pytest.mark.parametrize("seed", [19048, 21996])
+def test_random_programs_whose_positions_take_each_other_s_values_copy_nothing(seed):
+    """19048: two positions whose next values are results of one case, each of which may be the
+    other's carried value, or one value a branch computes into the one's next view and yields at
+    both: both toggle, each around the other's values. 21996: as above."""
+    fn, args = random_program(seed)
+    assert jaxalloc.planned(fn).plan(*args, include_outputs=True).check().copies == ()
+    for mode in ("checked", "compiled"):
+        assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

@@ -1085,7 +1085,8 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
     positions and one more, the next value going where no position's value is (however their
     values may lie, one slot is free). A position whose next value may be one of several values of
     the body (`pooled`: each computed into a free slot of its own) toggles too. Also returns the
-    origins that need not toggle but may, their next value always computed into their next view."""
+    origins that need not toggle but may, their next value always computed into their next view
+    (or in place of the oldest value of their ring, a follower's, which toggling forbids)."""
     args, yields = body.args, body.last_op.operands
     found, able = {}, set()
     for c in longest:
@@ -1097,7 +1098,7 @@ def _toggles(body: Block, plan: BlockPlan, longest: dict, results, lent: frozens
         holder = plan.placed_in.get(yields[c], results[c])
         if sources is not None and (sources or holder in plan.placed_rings or c in pooled):
             found[c] = sources, holder
-        elif sources == set() and holder is results[c]:
+        elif sources == set() and (holder is results[c] or holder in {results[p] for p in followers.get(c, ())}):
             able.add(c)
     toggled = {results[c] for c, (_, holder) in found.items() if holder is results[c]}
     toggles = {c: sources for c, (sources, holder) in found.items() if holder is results[c] or holder in toggled}
@@ -1131,8 +1132,8 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
     """The values the yield `value` may be a view of where it is not computed into its next view
     (the memory of `into`: the value placed there, and the case results in it whose branches are
     looked into): `arg` itself, values from outside the loop `body`, another position's carried
-    value, or that position's next value computed into its next view, which is its carried value in
-    the next round and which it lends alike (empty: none). None where it may be a view of anything
+    value, or that position's next value computed into its next view (or into a case result that
+    is), which is its carried value in the next round and which it lends alike (empty: none). None where it may be a view of anything
     else (the body's own memory). `scopes`: the blocks from `body` down to the one that yields
     `value`, each with its plan; a value is looked up in the plan of the block that defines it (a
     branch may hand on a value of an enclosing block)."""
@@ -1168,7 +1169,11 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
             for b in plan.phis[case][k]
         ]
     else:
-        computed_there = plan.placed_in.get(value) in into and plan.roots.get(value) is not plan.roots.get(arg)
+        holder = plan.placed_in.get(value)
+        if not top and holder in yields and holder is not yields[arg.index] and (
+                scopes[0][1].placed_in.get(holder) is body.parent_op().results[yields.index(holder)]):
+            return {body.args[yields.index(holder)]}  # in a case result that is another position's next value
+        computed_there = holder in into and plan.roots.get(value) is not plan.roots.get(arg)
         # the yield itself is computed into its next view, where it is placed in one (else it lies in
         # the body's own memory, a loop's ring the view cannot hold)
         return set() if top and into or computed_there else None
@@ -1192,7 +1197,8 @@ def _ends_in(value: SSAValue, plan: BlockPlan, block: Block) -> list[SSAValue] |
         carry = plan.carries[loop][loop.results.index(value)]
         besides = _besides_ring(plan, value)
         # a toggle ring's result may be what it was handed back: told where that lies outside its loop
-        if carry.repeat and not any(v.owner is loop for v in besides):
+        # ring, another position's ring too (one it borrows from)
+        if carry.repeat:
             return besides
         if _past_inits(loop, carry.initial):
             return []  # always in its ring
