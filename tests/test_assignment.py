@@ -663,6 +663,34 @@ def test_random_programs_whose_positions_take_each_other_s_values_copy_nothing(s
         assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
 
 
+def _handing_on_an_inner_loop_s_result(v, w):
+    """A position's next value is a case result: one branch hands on an inner loop's result (one
+    round, a ring of one slot), the other computes from it."""
+    e = jnp.sum(v) * 0.25
+
+    def body(i, carry):
+        c, log = carry
+        _, r = lax.while_loop(lambda s: s[0] < 1, lambda s: (s[0] + 1, w[jnp.clip(s[0] + 2, 0, 3)]), (0, e))
+        return lax.cond(jnp.max(v) > 0.5, lambda: r, lambda: r / (1.0 + jnp.abs(r))), log.at[i].set(c)
+
+    return lax.fori_loop(0, 3, body, (e, jnp.zeros(3)))
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.1])
+def test_a_branch_handing_on_an_inner_loop_s_result_puts_its_ring_in_the_next_view(scale):
+    """The inner loop's ring lies in the position's first free slot, the case result's own memory
+    in the next one: the position toggles, reading its value where it is. Before, the ring lay in the
+    body's own memory and the branch handing it on copied it into the next view every round (random
+    program 35171)."""
+    args = jnp.arange(3.0) * scale, jnp.arange(4.0)
+    plan = jaxalloc.planned(_handing_on_an_inner_loop_s_result).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    case = next(op for op in plan.module.walk() if isinstance(op, jx.CaseOp))
+    assert case.attributes["mem.slots"].data[0].nth.data == 1
+    for mode in ("checked", "compiled"):
+        assert check_program(_handing_on_an_inner_loop_s_result, *args, mode=mode).last_run.copied_bytes == 0
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

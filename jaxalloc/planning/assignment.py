@@ -57,6 +57,8 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   (an inner loop that swaps them, a case that computes from one and hands it on in another
   branch) toggles among a slot for each and one more: the first free slot takes one of them, the
   second free slot the next (`BlockPlan.spares`, `#mem.next<k, n>`), none where the current value is.
+  Where a case hands on an inner loop's result whose ring is one slot, that ring takes the first
+  free slot (a ring in a next view is cut from it) and the case result's own memory the next.
   An inner loop's toggle ring of one position, of a loop that says how many rounds it runs, may lie
   in the next view too: the position then toggles, reading where it is a value the inner ring was
   handed back (`BlockPlan.toggled_from`). So may a case result holding a branch's ring, and an
@@ -432,9 +434,16 @@ class _BlockPlanner:
                 # values of this block a branch hands on where the result is the loop's next value
                 parent = self.dictated.get(result)
                 if parent is not None and self.apart(parent):
-                    self.computed_apart([v for v in self.handed_through(handed) if defined_in(v, self.block)
-                                         and not isinstance(v, BlockArgument) and self.unplaced(v)
-                                         and byte_size(v.type) == byte_size(result.type)], parent)
+                    own = [v for v in self.handed_through(handed) if defined_in(v, self.block)
+                           and not isinstance(v, BlockArgument) and self.unplaced(v)
+                           and byte_size(v.type) == byte_size(result.type)]
+                    ringed = [v for v in own if isinstance(v.owner, jx.WhileOp) and self.ring_of(v) == 1]
+                    if len(ringed) == 1 and result not in self.rings and result not in self.plan.spares:
+                        # a loop's ring of one slot that a branch hands on lies in the parent's first
+                        # free slot (a ring in a next view is cut from it), the result's own memory past it
+                        self.dictated[ringed[0]] = parent
+                        own = [result, *(v for v in own if v is not ringed[0])]
+                    self.computed_apart(own, parent)
         self.temporaries.append((op, max(p.size for p in plans), index))
 
     def handed_through(self, handed: list[SSAValue]) -> list[SSAValue]:
