@@ -691,6 +691,37 @@ def test_a_branch_handing_on_an_inner_loop_s_result_puts_its_ring_in_the_next_vi
         assert check_program(_handing_on_an_inner_loop_s_result, *args, mode=mode).last_run.copied_bytes == 0
 
 
+def _inner_ring_of_unknown_rounds(x, n):
+    """Each round runs an inner loop of 0 or 2 rounds (`n`) that yields one value at two positions:
+    the first starts from a value the round computes, the second from the outer carried value, and
+    the outer loop's next value is the second's result."""
+
+    def body(i, q):
+        u = q / (1.0 + q * q)
+
+        def step(s):
+            y = jnp.exp(jnp.clip(s[1], -4.0, 1.0))
+            return s[0] + 1, y, y
+
+        return lax.while_loop(lambda s: (s[0] < 2) & (n > 0), step, (0, u, q))[2]
+
+    return lax.fori_loop(0, 4, body, x)
+
+
+@pytest.mark.parametrize("n", [1, 0])
+def test_an_inner_ring_of_unknown_rounds_that_two_positions_hold_lies_in_the_next_view(n):
+    """The inner ring holds both inner positions' values; it lies in the outer position's next view,
+    and the first position's init operand, which its rounds read in place, in another free slot of
+    it, so the outer position, which toggles, finds its value where the inner loop left it: in the
+    ring, or its own carried value where the inner loop ran no round. Before, the ring lay in the
+    body's memory and the round copied the result into the next view (random program 34436)."""
+    args = jnp.ones((4, 4)) * 0.5, n
+    plan = jaxalloc.planned(_inner_ring_of_unknown_rounds).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    for mode in ("checked", "compiled"):
+        assert check_program(_inner_ring_of_unknown_rounds, *args, mode=mode).last_run.copied_bytes == 0
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

@@ -527,6 +527,8 @@ class _BlockPlanner:
             # after fewer rounds (an origin's in a case result's memory too; a follower's there
             # take slots past the ring, `inits_beside_ring`)
             parent = self.dictated.get(results[p])
+            if parent is None and p == c:  # an origin whose follower's ring is that memory: one ring
+                parent = next((self.dictated[results[f]] for f in followers.get(c, ()) if results[f] in self.dictated), None)
             if parent is None or not self.apart(parent) or (
                     c in eligible if p == c else isinstance(parent.owner, jx.CaseOp)):
                 continue
