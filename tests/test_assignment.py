@@ -722,6 +722,33 @@ def test_an_inner_ring_of_unknown_rounds_that_two_positions_hold_lies_in_the_nex
         assert check_program(_inner_ring_of_unknown_rounds, *args, mode=mode).last_run.copied_bytes == 0
 
 
+def _inner_loop_from_another_position_s_next_value(a, n):
+    """Position `k`'s next value is an inner loop's result, of 0 or 2 rounds (`n`), whose init
+    operand is `o`, position `m`'s next value."""
+
+    def body(j, carry):
+        k, m = carry
+        o = k[:, ::-1]
+        _, w = lax.while_loop(lambda s: (s[0] < 2) & (n > 0),
+                              lambda s: (s[0] + 1, jnp.clip((s[1] @ s[1]) * 0.5, -2.0, 2.0)), (0, o))
+        return w, o
+
+    return lax.fori_loop(0, 3, body, (a, a))[1]
+
+
+@pytest.mark.parametrize("n", [1, 0])
+def test_an_inner_ring_whose_init_operand_is_another_position_s_next_value_lies_in_the_next_view(n):
+    """Where the inner loop runs no round, `k`'s next value is `o`, in `m`'s next view: `k` borrows
+    it there and toggles, `m` lends it, and the inner ring lies in `k`'s next view. Before, the ring
+    lay in the body's memory and the round copied the result into the next view (random program
+    33739)."""
+    args = jnp.arange(16.0).reshape(4, 4) / 16, n
+    plan = jaxalloc.planned(_inner_loop_from_another_position_s_next_value).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    for mode in ("checked", "compiled"):
+        assert check_program(_inner_loop_from_another_position_s_next_value, *args, mode=mode).last_run.copied_bytes == 0
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

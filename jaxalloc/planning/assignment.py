@@ -812,7 +812,15 @@ class _BlockPlanner:
             return False
         return not (carry.passed and not carry.repeat) and all(
             self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i) or i in self.lent
-            or i in self.stable or self.followed.get(i) is parent for i in inits)
+            or i in self.stable or self.followed.get(i) is parent or self.next_of_another(i, parent) for i in inits)
+
+    def next_of_another(self, value: SSAValue, parent: SSAValue) -> bool:
+        """Whether `value` is the next value of another position of the loop whose next view `parent`
+        is, computed into that position's next view: the position of `parent` then borrows it (an
+        inner loop that runs no round hands it back), which that position lends (`_toggles`)."""
+        loop, into = parent.owner, self.dictated.get(value)
+        return (into is not parent and into is not None and into.owner is loop and self.block.parent_op() is loop
+                and self.block.last_op.operands[loop.results.index(into)] is value)
 
     def carried_into(self, value: SSAValue, parent: SSAValue) -> bool:
         """Whether `value` is the carried value of the position whose next view is `parent` (an
