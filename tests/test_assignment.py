@@ -749,6 +749,20 @@ def test_an_inner_ring_whose_init_operand_is_another_position_s_next_value_lies_
         assert check_program(_inner_loop_from_another_position_s_next_value, *args, mode=mode).last_run.copied_bytes == 0
 
 
+@pytest.mark.parametrize("seed", [18524, 31144])
+def test_a_case_result_holds_the_ring_of_each_position_its_loop_result_may_lie_in(seed):
+    """A branch yields a loop's result into the case result's memory, and the result's position
+    toggles, borrowing another position's values: its value may lie in that position's ring too.
+    Both rings lie in the case result's memory, the borrowed one past the first, so the case result
+    is where the value lies whichever ring holds it. Before, the borrowed ring lay in the branch's
+    memory and the branch copied the value out (18524: 2 copies; 31144: the inner loop's counter is
+    the position lent)."""
+    fn, args = random_program(seed)
+    assert jaxalloc.planned(fn).plan(*args, include_outputs=True).check().copies == ()
+    for mode in ("checked", "compiled"):
+        assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
+
+
 def _rotating_with_an_inner_ring(x):
     """An outer loop rotates (a, b, c) -> (b, d, a), so each `d` is read for three rounds, at three
     positions; `d` is an inner loop's result, from a ring of two slots (the inner loop rotates too)."""

@@ -13,7 +13,8 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   computes (a loop rotating them) makes the result's memory hold each in a slot of its own
   (`BlockPlan.spares`), the result a view of whichever it is, where the result is in no parent's
   memory; so does an init operand that a loop's ring in the result's memory reads in place, in a
-  slot past the ring's.
+  slot past the ring's, and the ring of another position whose values that loop's result may be
+  (a toggle ring borrowing them), in slots past it.
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
   folds in place, as an elementwise op does. A case result that is a view in some branches of
@@ -720,8 +721,12 @@ class _BlockPlanner:
         Where this block computes several (an inner loop that swaps them), alive together, and the
         parent allows (`apart`): each into a slot of its own (`computed_apart`). Where one loop's
         ring holds several of them (a rotation) and the parent is a case result, the result holds
-        that ring, and the others a slot each past it."""
+        that ring, and the others a slot each past it. A toggle ring's result that may lie in
+        another position's ring of its loop (one it borrows from), yielded into a case result: that
+        ring lies in the case result's memory too, past the first (`rings_apart`)."""
         parent = self.dictated.get(result)
+        if parent is not None and result in self.plan.toggled_from:
+            self.rings_apart(result, parent)
         if parent is None or result not in self.plan.may_be:
             return
         own = [v for v in self.plan.may_be[result] if self.unplaced(v)]
@@ -737,6 +742,23 @@ class _BlockPlanner:
         elif self.apart(parent) and len({byte_size(v.type) for v in own}) == 1:
             self.dictated[own[0]] = parent
             self.computed_apart(own[1:], parent)
+
+    def rings_apart(self, result: SSAValue, parent: SSAValue) -> None:
+        """The rings of other positions of `result`'s loop that `result` may lie in, each into the
+        memory of the case result `parent` past the ring there, where this block's branch allows
+        (`apart`) and the ring is in no other memory: `parent` is then where its value is, whichever
+        ring holds it."""
+        loop = result.owner
+        others = [v for v in self.plan.toggled_from[result] if v.owner is loop and v is not result
+                  and self.ring_of(v) and self.unplaced(v) and byte_size(v.type) == byte_size(result.type)]
+        if not others or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent):
+            return
+        first = max((n + self.ring_of(v) for v, n in self.plan.spares.items() if self.dictated.get(v) is parent),
+                    default=self.ring_of(result))
+        for value in others:
+            self.dictated[value] = parent
+            self.plan.spares[value] = first
+            first += self.ring_of(value)
 
     def ring_of(self, value: SSAValue) -> int:
         """The slots of the loop's ring `value`'s buffer is (0 where it is in none)."""
@@ -887,8 +909,8 @@ class _BlockPlanner:
             # a ring of several slots fits a case result (given as many), or a loop's next view of a
             # position that toggles between two slots as large as the ring
             if placed and (ring is None or self.holds_ring(placed[0], values, ring[1])):
-                if ring is not None and ring[1] > 1:
-                    self.plan.placed_rings[self.dictated[placed[0]]] = ring[1]
+                if ring is not None and ring[1] > 1 and not any(v in self.plan.spares for v in values):
+                    self.plan.placed_rings[self.dictated[placed[0]]] = ring[1]  # (a ring past it counts in `spares`)
                 if ring is not None:
                     self.plan.ring_slots[self.dictated[placed[0]]] = ring[0]
                 if toggle:
@@ -1052,8 +1074,16 @@ def _pool_sizes(plan: BlockPlan) -> dict[SSAValue, int]:
     for value, n in plan.spares.items():
         parent = plan.placed_in.get(value)
         if parent is not None:
-            sizes[parent] = max(sizes.get(parent, 1), n + 1)
+            sizes[parent] = max(sizes.get(parent, 1), n + _ring_length(plan, value))
     return sizes
+
+
+def _ring_length(plan: BlockPlan, value: SSAValue) -> int:
+    """The slots of the ring the loop result `value` is (1 for any other value)."""
+    loop = value.owner
+    if isinstance(loop, jx.WhileOp) and loop in plan.carries:
+        return max(plan.carries[loop][loop.results.index(value)].repeat, 1)
+    return 1
 
 
 def _into(plan: BlockPlan, value: SSAValue, result: SSAValue) -> set[SSAValue]:
