@@ -753,8 +753,7 @@ class _BlockPlanner:
                   and self.ring_of(v) and self.unplaced(v) and byte_size(v.type) == byte_size(result.type)]
         if not others or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent):
             return
-        first = max((n + self.ring_of(v) for v, n in self.plan.spares.items() if self.dictated.get(v) is parent),
-                    default=self.ring_of(result))
+        first = self.next_spare(parent, self.ring_of(result))
         for value in others:
             self.dictated[value] = parent
             self.plan.spares[value] = first
@@ -782,10 +781,14 @@ class _BlockPlanner:
         the ring the result holds). Not a loop's ring: one in a next view is cut from its first free
         slot."""
         values = [v for v in values if not self.ring_of(v)]
-        first = max(past, 1 + max((n for v, n in self.plan.spares.items() if self.dictated.get(v) is parent), default=0))
-        for n, value in enumerate(values, start=first):
+        for n, value in enumerate(values, start=self.next_spare(parent, past)):
             self.dictated[value] = parent
             self.plan.spares[value] = n
+
+    def next_spare(self, parent: SSAValue, past: int) -> int:
+        """The first slot of `parent`'s memory, from slot `past` on, past those its spares take
+        (a ring there as many as its slots)."""
+        return max([past, *(n + max(self.ring_of(v), 1) for v, n in self.plan.spares.items() if self.dictated.get(v) is parent)])
 
     def holds_ring(self, value: SSAValue, group: list[SSAValue], repeat: int) -> bool:
         """Whether the parent value `value` is computed into may hold `group`'s ring of `repeat`
