@@ -1072,7 +1072,7 @@ def _shares(plan: BlockPlan, arg: BlockArgument, value: SSAValue, result: SSAVal
 
 def _pool_sizes(plan: BlockPlan) -> dict[SSAValue, int]:
     """For each parent value that values of the block are computed into apart (`spares`): the number
-    of slots they take, the first one's included."""
+    of slots they take, the first one's included (a ring there as many as its slots)."""
     sizes: dict[SSAValue, int] = {}
     for value, n in plan.spares.items():
         parent = plan.placed_in.get(value)
@@ -1185,10 +1185,10 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
     (the memory of `into`: the value placed there, and the case results in it whose branches are
     looked into): `arg` itself, values from outside the loop `body`, another position's carried
     value, or that position's next value computed into its next view (or into a case result that
-    is), which is its carried value in the next round and which it lends alike (empty: none). None where it may be a view of anything
-    else (the body's own memory). `scopes`: the blocks from `body` down to the one that yields
-    `value`, each with its plan; a value is looked up in the plan of the block that defines it (a
-    branch may hand on a value of an enclosing block)."""
+    is), which is its carried value in the next round and which it lends alike (empty: none). None
+    where it may be a view of anything else (the body's own memory). `scopes`: the blocks from
+    `body` down to the one that yields `value`, each with its plan; a value is looked up in the plan
+    of the block that defines it (a branch may hand on a value of an enclosing block)."""
     if value is arg or not _computed_in(value, body) or value in body.args:
         return {value}  # (another position's carried value: `loop` tells whether it stays put)
     plan = next((p for b, p in reversed(scopes) if defined_in(value, b)), scopes[0][1])
