@@ -997,8 +997,9 @@ def plan_rows(func: jx.FuncOp, plan: BlockPlan) -> list[Row]:
 def _written_after_reads(block: Block, plan: BlockPlan, x: SSAValue, result: SSAValue) -> bool:
     """Whether `block` (a branch, planned as `plan`) writes `result`'s memory only after its last read
     of `x` (from outside the branch) or of a view of it, or in place of `x` in the op that reads it
-    last, where that op computes its one result elementwise from `x`."""
-    if result in plan.placed_rings:
+    last, where that op computes its one result elementwise from `x`. Never where `result`'s memory
+    holds a ring of several slots, or one past its first slot (`spares`), which is not where `x` is."""
+    if result in plan.placed_rings or any(isinstance(v.owner, jx.WhileOp) for v in plan.spares if plan.placed_in.get(v) is result):
         return False
     ops = list(block.ops)
     of_x = {x} | {v for v, root in plan.roots.items() if root is x}
