@@ -61,14 +61,16 @@ def test_random_programs_plan_validly(allocator):
         module_rows(_traced(seed), allocator)
 
 
-@pytest.mark.parametrize("seed", [11774, 19426, 36255])
+@pytest.mark.parametrize("seed", [11774, 19426, 36255, 41307])
 def test_random_programs_whose_plans_the_checker_refused_plan_validly(seed):
     """11774: a borrower that may keep a lent value hands it on to its followers, whose values the
     lender's toggle ring must avoid too. 19426: a position whose next value is an inner loop's
     result, its ring in the body's own memory, not in the next view, must not toggle (read where it
     lies, its bytes were written over in the next round). 36255: a case result whose memory holds a
     ring past its first slot (`rings_apart`) does not take the buffer of a value the loop reads in
-    place in round 0 (the other ring wrote over it). The checker refused these plans."""
+    place in round 0 (the other ring wrote over it). 41307: a case result that a loop's ring of one
+    slot lies in is as large as that slot, which holds an inner loop's ring of two. The checker
+    refused these plans."""
     fn, args = random_program(seed)
     jaxalloc.planned(fn).plan(*args, include_outputs=True).check()
 

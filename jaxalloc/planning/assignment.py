@@ -402,8 +402,9 @@ class _BlockPlanner:
                 pools = False
             plans.append(branch_plan)
             for value, result in placed.items():
-                # a loop's ring the branch yields is the result's memory, as many slots
-                if result in branch_plan.placed_rings or result in pooled:
+                # a loop's ring the branch yields is the result's memory, as many slots, each as
+                # large as the ring's (a slot may hold an inner loop's ring)
+                if result in branch_plan.placed_rings or result in pooled or result in branch_plan.ring_slots:
                     slot, before = self.rings.get(result, (byte_size(result.type), 1))
                     slot = max(slot, branch_plan.ring_slots.get(result, slot))
                     self.rings[result] = (slot, max(before, branch_plan.placed_rings.get(result, 1), pooled.get(result, 1)))
