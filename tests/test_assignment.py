@@ -666,6 +666,30 @@ def test_two_positions_that_take_each_other_s_values_both_toggle():
         assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
 
 
+def _handed_a_value_in_another_position_s_free_slot(x):
+    """Each round computes `u` from `q`; a branch hands `q`, `u` or a value it computes on to both
+    positions, in different orders: `u` lies in a free slot of `q`'s toggle ring."""
+    def body(i, carry):
+        p, q = carry
+        u = ~q
+        return lax.switch(i % 4, [lambda: (q, u), lambda: (u, q), lambda: (u, ~q), lambda: (q, q)])
+
+    return lax.fori_loop(0, 4, body, (x, x))
+
+
+def test_a_position_handed_a_value_in_another_position_s_free_slot_borrows_it():
+    """`p` reads its value where it lies, in `q`'s ring, which keeps clear of it, where it was
+    copied into `p`'s own slot every round (random program 37651)."""
+    x = jnp.array([True, False, True])
+    plan = jaxalloc.planned(_handed_a_value_in_another_position_s_free_slot).plan(x, include_outputs=True)
+    assert plan.check().copies == ()
+    loop = next(op for op in plan.module.walk() if isinstance(op, jx.WhileOp))
+    views = loop.attributes["mem.views"].data
+    assert views[-2].toggles and len(views) - 2 in views[-1].held
+    for mode in ("checked", "compiled"):
+        assert check_program(_handed_a_value_in_another_position_s_free_slot, x, mode=mode).last_run.copied_bytes == 0
+
+
 def _handing_on_an_inner_loop_s_result(v, w):
     """A position's next value is a case result: one branch hands on an inner loop's result (one
     round, a ring of one slot), the other computes from it."""

@@ -1227,6 +1227,9 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
         if not top and holder in yields and holder is not yields[arg.index] and (
                 scopes[0][1].placed_in.get(holder) is body.parent_op().results[yields.index(holder)]):
             return {body.args[yields.index(holder)]}  # in a case result that is another position's next value
+        results = body.parent_op().results
+        if not top and value in plan.spares and holder in results and holder is not results[arg.index]:
+            return {body.args[results.index(holder)]}  # in a free slot of another position's toggle ring
         computed_there = holder in into and plan.roots.get(value) is not plan.roots.get(arg)
         # the yield itself is computed into its next view, where it is placed in one (else it lies in
         # the body's own memory, a loop's ring the view cannot hold)
