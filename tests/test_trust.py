@@ -224,12 +224,15 @@ def test_the_static_checker_joins_guards_into_fewer_that_allow_the_same_paths():
         guards = [guard() for _ in range(int(rng.integers(1, 12)))]
         joined = _exactly_joined(guards)
         assert allowed(joined) == allowed(guards) and len(joined) <= len(set(guards))
-        plain, _ = _Located(frozenset(), frozenset((instance, g) for g in guards), frozenset(guards)).plain(sizes, None)
-        assert allowed(plain.away) == allowed(guards) == allowed([g for _, g in plain.instances])
+        for region in sizes:
+            plain, _ = _Located(frozenset(), frozenset((instance, g) for g in guards), frozenset(guards)).plain(region, sizes, None)
+            assert allowed(plain.away) == allowed(guards) == allowed([g for _, g in plain.instances])
     every = [tuple((r, frozenset({p})) for r, p in enumerate(c)) for c in choices]
     assert _exactly_joined(every) == {tuple((r, frozenset(range(3))) for r in range(4))}
     joined, _ = _Located(frozenset(), away=frozenset(every[:1])).joined(_Located(frozenset(), away=frozenset(every[1:])), None)
-    assert joined.plain(sizes, None)[0].away == {()}
+    for region in sizes:
+        joined, _ = joined.plain(region, sizes, None)
+    assert joined.away == {()}
 
 
 @pytest.mark.parametrize("seed", [40338, 46070])

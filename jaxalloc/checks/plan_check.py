@@ -27,6 +27,7 @@ the walk starts, as a call writes it, and checked at every read like any other v
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -157,21 +158,29 @@ class _Located:
     away: frozenset[Guard] = frozenset()
     """The paths on which it is outside the arena (kept exact: where a toggle ring writes depends on them)."""
 
-    def joined(self, other: _Located, groups: int | None) -> tuple[_Located, bool]:
-        """This value or `other`, its guards widened as `_per_instance` does; and whether any were."""
-        instances, widened = _per_instance(self.instances | other.instances, groups)
-        return _Located(self.tokens | other.tokens, instances, _exactly_joined(self.away | other.away)), widened
+    def joined(self, other: _Located, groups: int | None, paths: dict[int, int] | None = None) -> tuple[_Located, bool]:
+        """This value or `other`, its guards joined and widened as `_per_instance` does (`paths`: see
+        `_exactly_joined`); and whether any were widened."""
+        instances, widened = _per_instance(self.instances | other.instances, groups, paths)
+        return _Located(self.tokens | other.tokens, instances, _exactly_joined(self.away | other.away, paths)), widened
 
-    def plain(self, paths: dict[int, int], groups: int | None) -> tuple[_Located, bool]:
-        """This value with its guards rid of the regions whose every path they allow (`paths`: per
-        region, how many it has), and joined again where that leaves them differing in one region's
-        paths alone: a value reached alike on every branch of a case or exit round of a loop named
-        it in its guards ever after (random program 48807: guards of 79 regions). Widened as `joined`."""
+    def plain(self, region: int, paths: dict[int, int], groups: int | None) -> tuple[_Located, bool]:
+        """This value with `region` gone from the guards that allow its every path (`paths`: per
+        region, how many it has), and those joined again: a value reached alike on every branch of a case or exit round
+        of a loop named it in its guards ever after (random program 40338: 22,000 guards of a value
+        outside the arena, 12 million units of work). Widened as `joined`."""
         def plain(guard: Guard) -> Guard:
-            return tuple((region, p) for region, p in guard if len(p) < paths[region])
+            k = bisect.bisect_left(guard, region, key=lambda entry: entry[0])
+            if k < len(guard) and guard[k][0] == region and len(guard[k][1]) == paths[region]:
+                return guard[:k] + guard[k + 1:]
+            return guard
 
-        instances, widened = _per_instance(((i, plain(g)) for i, g in self.instances), groups)
-        return _Located(self.tokens, instances, _exactly_joined(plain(g) for g in self.away)), widened
+        instances = frozenset((i, plain(g)) for i, g in self.instances)
+        away = frozenset(plain(g) for g in self.away)
+        if instances == self.instances and away == self.away:
+            return self, False
+        instances, widened = _per_instance(instances, groups, paths)
+        return _Located(self.tokens, instances, _exactly_joined(away, paths)), widened
 
     def on(self, guard: Guard) -> _Located:
         """This value as reached on the paths of `guard` only."""
@@ -199,7 +208,7 @@ def _either(a: Guard, b: Guard) -> Guard:
     return tuple((region, paths | other[region]) for region, paths in a if region in other)
 
 
-def _per_instance(refs, groups: int | None = None) -> tuple[frozenset, bool]:
+def _per_instance(refs, groups: int | None = None, paths: dict[int, int] | None = None) -> tuple[frozenset, bool]:
     """The paths on which a value may be an instance: per instance, guards joined where that is exact
     (`_exactly_joined`), else kept apart, up to `WIDEN_AFTER` (or `groups`); past that widened into
     one (or into `groups`: `_widened`), which only makes the check stricter, but where a write's
@@ -210,7 +219,7 @@ def _per_instance(refs, groups: int | None = None) -> tuple[frozenset, bool]:
         by_instance.setdefault(instance, []).append(guard)
     kept, widened = [], False
     for instance, guards in by_instance.items():
-        guards = _exactly_joined(guards)
+        guards = _exactly_joined(guards, paths)
         if len(guards) > (groups or WIDEN_AFTER):
             guards = [functools.reduce(_either, guards)] if groups is None else _widened(list(guards), groups)
             widened = True
@@ -218,28 +227,41 @@ def _per_instance(refs, groups: int | None = None) -> tuple[frozenset, bool]:
     return frozenset(kept), widened
 
 
-def _exactly_joined(guards) -> frozenset[Guard]:
+def _exactly_joined(guards, paths: dict[int, int] | None = None) -> frozenset[Guard]:
     """The same paths in fewer guards: guards of the same regions that differ in one region's paths
-    alone joined into one, region after region, until none do. A value reached (or outside the
-    arena) on each combination of the branches and exit rounds of some regions is then one guard,
-    where it was one per combination, multiplied round after round (random program 40338: 22,000
-    guards of a value outside the arena, 12 million units of work)."""
+    alone joined into one, region after region, until none do; a region whose every path a joined
+    guard then allows (`paths`: per region, how many it has) is gone from it. A value reached (or
+    outside the arena) on each combination of the branches and exit rounds of some regions is then
+    one guard, where it was one per combination, multiplied round after round."""
+    guards = frozenset(guards)
+    if len(guards) < 2:
+        return guards
     by_regions: dict[tuple, set[Guard]] = {}
     for guard in guards:
         by_regions.setdefault(tuple(region for region, _ in guard), set()).add(guard)
-    joined = []
-    for regions, alike in by_regions.items():
-        fewer = True
-        while fewer and len(alike) > 1:
+    joined, fewer_regions = [], False
+    for alike in by_regions.values():
+        while len(alike) > 1:
+            # only regions whose paths differ among the guards can join them (guards name dozens)
+            columns = zip(*([paths for _, paths in guard] for guard in alike))
+            varying = [k for k, column in enumerate(columns) if len(set(column)) > 1]
             fewer = False
-            for k in range(len(regions)):
-                rest: dict[Guard, set] = {}
+            for k in varying:
+                rest: dict[tuple, tuple[Guard, set]] = {}
                 for guard in alike:
-                    rest.setdefault(guard[:k] + guard[k + 1:], set()).update(guard[k][1])
+                    key = tuple(guard[j][1] for j in varying if j != k)
+                    rest.setdefault(key, (guard, set()))[1].update(guard[k][1])
                 if len(rest) < len(alike):
-                    fewer = True
-                    alike = {key[:k] + ((regions[k], frozenset(paths)),) + key[k:] for key, paths in rest.items()}
+                    fewer, region = True, next(iter(alike))[k][0]
+                    if paths and any(len(p) == paths[region] for _, p in rest.values()):
+                        fewer_regions = True
+                    alike = {g[:k] + ((region, frozenset(p)),) + g[k + 1:] for g, p in rest.values()}
+                    break
+            if not fewer:
+                break
         joined.extend(alike)
+    if fewer_regions:  # named no more, those regions leave guards of fewer regions, which may join others
+        return _exactly_joined([tuple((r, p) for r, p in g if len(p) < paths[r]) for g in joined], paths)
     return frozenset(joined)
 
 
@@ -451,7 +473,7 @@ class _Walk:
         """The paths being walked."""
         self._regions = 0
         self.paths: dict[int, int] = {}
-        """Per region, how many paths it has: a guard allowing them all says nothing of it (`_Located.plain`)."""
+        """Per region, how many paths it has: a guard allowing them all need not name it (`_Located.plain`)."""
         self._tokens = 0
 
     def run(self) -> PlanCheck:
@@ -464,18 +486,24 @@ class _Walk:
         self.memory.worked(sum(_size(g) for value in located for _, g in value.instances)
                              + sum(_size(g) for value in located for g in value.away))
 
-    def union(self, located) -> _Located:
-        """One value that may be any of `located`."""
+    def union(self, located, region: int | None = None) -> _Located:
+        """One value that may be any of `located` (the results of `region`'s paths, which its guards
+        then need not name where they allow them all)."""
         located = list(located)
         self.compare(located)
         result = located[0]
         for other in located[1:]:
-            result, widened = result.joined(other, self.groups)
+            result, widened = result.joined(other, self.groups, self.paths)
             self.widened |= widened
-        if len(located) > 1:
-            result, widened = result.plain(self.paths, self.groups)
+        if region is not None:
+            result, widened = result.plain(region, self.paths, self.groups)
             self.widened |= widened
         return result
+
+    def named(self, region: int, paths) -> Guard:
+        """The condition that the walk takes one of `paths` of `region`: none where they are all its paths."""
+        paths = frozenset(paths)
+        return () if len(paths) == self.paths[region] else ((region, paths),)
 
     def region(self, paths: int) -> int:
         """A new region of `paths` paths (branches, exit rounds, places)."""
@@ -627,7 +655,7 @@ class _Walk:
     def walking(self, region: int, paths) -> Guard:
         """Walk on from here only on `paths` of `region`; returns the guard to go back to."""
         before = self.guard
-        self.guard = _both(before, ((region, frozenset(paths)),))
+        self.guard = _both(before, self.named(region, paths))
         return before
 
     def case(self, op: jx.CaseOp, env: dict) -> None:
@@ -649,7 +677,7 @@ class _Walk:
             results.append([located.on(self.guard) for located in row])
             self.guard = outer
         for k, value in enumerate(op.results):
-            env[value] = self.union(r[k] for r in results)
+            env[value] = self.union((r[k] for r in results), region)
         self.memory.collect(first, {i for r in results for located in r for i, _ in located.instances})
 
     def loop(self, op: jx.WhileOp, env: dict) -> None:
@@ -690,15 +718,15 @@ class _Walk:
         for round_ in range(rounds):
             self.rounds[-1] = (op, round_)
             self.rounds_walked += 1
-            self.guard = _both(outer, ((region, exit_at(round_)),))
+            self.guard = _both(outer, self.named(region, exit_at(round_)))
             env.update(zip(cond.args, state))
             self.block(cond, env)
             if round_ in exit_at(round_):
                 self.compare(state)
-                exits.append([located.on(((region, frozenset((round_,))),)) for located in state])
+                exits.append([located.on(self.named(region, (round_,))) for located in state])
             if round_ == rounds - 1:
                 break
-            self.guard = _both(outer, ((region, exit_at(round_ + 1)),))
+            self.guard = _both(outer, self.named(region, exit_at(round_ + 1)))
             following = [view.view(round_ + 1) for view in views]
             next_views, further = [], {}
             for k, (view, at) in enumerate(zip(views, following)):
@@ -733,7 +761,7 @@ class _Walk:
         self.rounds.pop()
         self.guard = outer
         for k, value in enumerate(op.results):
-            env[value] = self.union(exit_[k] for exit_ in exits)
+            env[value] = self.union((exit_[k] for exit_ in exits), region)
         self.memory.collect(first, {i for exit_ in exits for located in exit_ for i, _ in located.instances})
 
     def within(self, op: jx.WhileOp, views: list[ViewsAttr]) -> list[tuple[Guard, list[ViewsAttr]]]:
@@ -772,7 +800,7 @@ class _Walk:
         region = self.region(len(combos))
 
         def there(js, place) -> Guard:
-            return ((region, frozenset(c for c in combos if any(c[j] == place for j in js))),)
+            return self.named(region, [c for c in combos if any(c[j] == place for j in js)])
 
         # an instance that several of these values may be (a value yielded at two positions) is bound
         # alike in each, to its place in any of them: else its ways of being reached would double
@@ -791,7 +819,7 @@ class _Walk:
             targets: dict[SlotAttr, set] = {}
             for combo in combos:
                 targets.setdefault(view.toggle(*combo, nth=nth), set()).add(combo)
-            return [(slot, _both(guard, ((region, frozenset(at)),))) for slot, at in targets.items()]
+            return [(slot, _both(guard, self.named(region, at))) for slot, at in targets.items()]
 
         return bound, slots
 
