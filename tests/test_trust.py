@@ -202,10 +202,10 @@ def test_the_static_checkers_guards_mean_the_paths_they_allow():
 
 
 def test_the_static_checker_joins_guards_into_fewer_that_allow_the_same_paths():
-    """`_exactly_joined` (a value's paths outside the arena) and `_Located.plain` (rid of regions whose
-    every path a guard allows) keep exactly the paths their guards allowed, in fewer guards: a value
-    outside the arena on each combination of four regions' paths is one guard, which says nothing."""
-    from jaxalloc.checks.plan_check import _exactly_joined, _Instance, _Located
+    """`_exactly_joined` keeps exactly the paths its guards allowed, in as many guards or fewer, and
+    names no region whose every path a joined guard allows: a value outside the arena on each
+    combination of four regions' paths is one guard, which says nothing."""
+    from jaxalloc.checks.plan_check import _exactly_joined
 
     sizes = {r: 3 for r in range(4)}
     choices = list(itertools.product(range(3), repeat=4))
@@ -213,26 +213,21 @@ def test_the_static_checker_joins_guards_into_fewer_that_allow_the_same_paths():
 
     def guard():
         chosen = sorted(rng.choice(4, int(rng.integers(0, 5)), replace=False))
-        return tuple((int(r), frozenset(int(p) for p in rng.choice(3, int(rng.integers(1, 4)), replace=False)))
+        return tuple((int(r), frozenset(int(p) for p in rng.choice(3, int(rng.integers(1, 3)), replace=False)))
                      for r in chosen)
 
     def allowed(guards):
         return {c for c in choices if any(_allows(g, c) for g in guards)}
 
-    instance = _Instance(None, (), 0, 64, (), 0)
-    for _ in range(200):
-        guards = [guard() for _ in range(int(rng.integers(1, 12)))]
-        joined = _exactly_joined(guards)
-        assert allowed(joined) == allowed(guards) and len(joined) <= len(set(guards))
-        for region in sizes:
-            plain, _ = _Located(frozenset(), frozenset((instance, g) for g in guards), frozenset(guards)).plain(region, sizes, None)
-            assert allowed(plain.away) == allowed(guards) == allowed([g for _, g in plain.instances])
+    for _ in range(300):
+        guards = [guard() for _ in range(int(rng.integers(1, 16)))]
+        for paths in (None, sizes):
+            joined = _exactly_joined(guards, paths)
+            assert allowed(joined) == allowed(guards) and len(joined) <= len(set(guards))
+        assert not any(len(p) == 3 for g in _exactly_joined(guards, sizes) for _, p in g if len(set(guards)) > 1)
     every = [tuple((r, frozenset({p})) for r, p in enumerate(c)) for c in choices]
     assert _exactly_joined(every) == {tuple((r, frozenset(range(3))) for r in range(4))}
-    joined, _ = _Located(frozenset(), away=frozenset(every[:1])).joined(_Located(frozenset(), away=frozenset(every[1:])), None)
-    for region in sizes:
-        joined, _ = joined.plain(region, sizes, None)
-    assert joined.away == {()}
+    assert _exactly_joined(every, sizes) == {()}
 
 
 @pytest.mark.parametrize("seed", [40338, 46070])

@@ -23,11 +23,13 @@ of paths stand for where the next value goes, however many branches and rounds l
 walk also lists the copies the executor would make (a value the plan does not put where it is
 read next). A donated argument (`mem.args`) is written at its slot when
 the walk starts, as a call writes it, and checked at every read like any other value.
+
+Guards are kept few without losing a path: those that differ in one region's paths alone are
+joined, and a guard names no region whose every path it allows.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import itertools
 import math
@@ -164,24 +166,6 @@ class _Located:
         instances, widened = _per_instance(self.instances | other.instances, groups, paths)
         return _Located(self.tokens | other.tokens, instances, _exactly_joined(self.away | other.away, paths)), widened
 
-    def plain(self, region: int, paths: dict[int, int], groups: int | None) -> tuple[_Located, bool]:
-        """This value with `region` gone from the guards that allow its every path (`paths`: per
-        region, how many it has), and those joined again: a value reached alike on every branch of a case or exit round
-        of a loop named it in its guards ever after (random program 40338: 22,000 guards of a value
-        outside the arena, 12 million units of work). Widened as `joined`."""
-        def plain(guard: Guard) -> Guard:
-            k = bisect.bisect_left(guard, region, key=lambda entry: entry[0])
-            if k < len(guard) and guard[k][0] == region and len(guard[k][1]) == paths[region]:
-                return guard[:k] + guard[k + 1:]
-            return guard
-
-        instances = frozenset((i, plain(g)) for i, g in self.instances)
-        away = frozenset(plain(g) for g in self.away)
-        if instances == self.instances and away == self.away:
-            return self, False
-        instances, widened = _per_instance(instances, groups, paths)
-        return _Located(self.tokens, instances, _exactly_joined(away, paths)), widened
-
     def on(self, guard: Guard) -> _Located:
         """This value as reached on the paths of `guard` only."""
         reached = ((i, _both(g, guard)) for i, g in self.instances)
@@ -232,7 +216,8 @@ def _exactly_joined(guards, paths: dict[int, int] | None = None) -> frozenset[Gu
     alone joined into one, region after region, until none do; a region whose every path a joined
     guard then allows (`paths`: per region, how many it has) is gone from it. A value reached (or
     outside the arena) on each combination of the branches and exit rounds of some regions is then
-    one guard, where it was one per combination, multiplied round after round."""
+    one guard, where it was one per combination, multiplied round after round (random program
+    40338: 22,000 guards of a value outside the arena, 12 million units of work)."""
     guards = frozenset(guards)
     if len(guards) < 2:
         return guards
@@ -473,7 +458,7 @@ class _Walk:
         """The paths being walked."""
         self._regions = 0
         self.paths: dict[int, int] = {}
-        """Per region, how many paths it has: a guard allowing them all need not name it (`_Located.plain`)."""
+        """Per region, how many paths it has: a guard allowing them all need not name it (`named`, `_exactly_joined`)."""
         self._tokens = 0
 
     def run(self) -> PlanCheck:
@@ -486,17 +471,13 @@ class _Walk:
         self.memory.worked(sum(_size(g) for value in located for _, g in value.instances)
                              + sum(_size(g) for value in located for g in value.away))
 
-    def union(self, located, region: int | None = None) -> _Located:
-        """One value that may be any of `located` (the results of `region`'s paths, which its guards
-        then need not name where they allow them all)."""
+    def union(self, located) -> _Located:
+        """One value that may be any of `located`."""
         located = list(located)
         self.compare(located)
         result = located[0]
         for other in located[1:]:
             result, widened = result.joined(other, self.groups, self.paths)
-            self.widened |= widened
-        if region is not None:
-            result, widened = result.plain(region, self.paths, self.groups)
             self.widened |= widened
         return result
 
@@ -677,7 +658,7 @@ class _Walk:
             results.append([located.on(self.guard) for located in row])
             self.guard = outer
         for k, value in enumerate(op.results):
-            env[value] = self.union((r[k] for r in results), region)
+            env[value] = self.union(r[k] for r in results)
         self.memory.collect(first, {i for r in results for located in r for i, _ in located.instances})
 
     def loop(self, op: jx.WhileOp, env: dict) -> None:
@@ -761,7 +742,7 @@ class _Walk:
         self.rounds.pop()
         self.guard = outer
         for k, value in enumerate(op.results):
-            env[value] = self.union((exit_[k] for exit_ in exits), region)
+            env[value] = self.union(exit_[k] for exit_ in exits)
         self.memory.collect(first, {i for exit_ in exits for located in exit_ for i, _ in located.instances})
 
     def within(self, op: jx.WhileOp, views: list[ViewsAttr]) -> list[tuple[Guard, list[ViewsAttr]]]:
