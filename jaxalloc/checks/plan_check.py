@@ -227,23 +227,22 @@ def _exactly_joined(guards, paths: dict[int, int] | None = None) -> frozenset[Gu
     joined, fewer_regions = [], False
     for alike in by_regions.values():
         while len(alike) > 1:
-            # only regions whose paths differ among the guards can join them (guards name dozens)
+            # only regions whose paths differ among the guards can join them (guards name dozens):
+            # each guard's paths in those, as one tuple, sliced for each region in turn
             columns = zip(*([paths for _, paths in guard] for guard in alike))
             varying = [k for k, column in enumerate(columns) if len(set(column)) > 1]
-            fewer = False
-            for k in varying:
+            projected = {guard: tuple(guard[k][1] for k in varying) for guard in alike}
+            for i, k in enumerate(varying):
                 rest: dict[tuple, tuple[Guard, set]] = {}
-                for guard in alike:
-                    key = tuple(guard[j][1] for j in varying if j != k)
-                    rest.setdefault(key, (guard, set()))[1].update(guard[k][1])
-                if len(rest) < len(alike):
-                    fewer, region = True, next(iter(alike))[k][0]
-                    if paths and any(len(p) == paths[region] for _, p in rest.values()):
-                        fewer_regions = True
-                    alike = {g[:k] + ((region, frozenset(p)),) + g[k + 1:] for g, p in rest.values()}
-                    break
-            if not fewer:
+                for guard, those in projected.items():
+                    rest.setdefault(those[:i] + those[i + 1:], (guard, set()))[1].update(those[i])
+                if len(rest) < len(projected):
+                    fewer_regions |= bool(paths) and any(len(p) == paths[guard[k][0]] for guard, p in rest.values())
+                    projected = {guard[:k] + ((guard[k][0], frozenset(p)),) + guard[k + 1:]: key[:i] + (frozenset(p),) + key[i:]
+                                 for key, (guard, p) in rest.items()}
+            if len(projected) == len(alike):
                 break
+            alike = set(projected)
         joined.extend(alike)
     if fewer_regions:  # named no more, those regions leave guards of fewer regions, which may join others
         return _exactly_joined([tuple((r, p) for r, p in g if len(p) < paths[r]) for g in joined], paths)
