@@ -229,7 +229,7 @@ def _exactly_joined(guards, paths: dict[int, int] | None = None) -> frozenset[Gu
         while len(alike) > 1:
             # only regions whose paths differ among the guards can join them (guards name dozens):
             # each guard's paths in those, as one tuple, sliced for each region in turn
-            columns = zip(*([paths for _, paths in guard] for guard in alike))
+            columns = zip(*([allowed for _, allowed in guard] for guard in alike))
             varying = [k for k, column in enumerate(columns) if len(set(column)) > 1]
             projected = {guard: tuple(guard[k][1] for k in varying) for guard in alike}
             for i, k in enumerate(varying):
@@ -306,11 +306,6 @@ def _exact_union(a: Guard, b: Guard) -> Guard | None:
     """The paths of `a` or `b` as one guard, where they differ in one region's paths alone."""
     if len(a) != len(b) or any(ra != rb for (ra, _), (rb, _) in zip(a, b)):
         return None
-    return _alike_union(a, b)
-
-
-def _alike_union(a: Guard, b: Guard) -> Guard | None:
-    """`_exact_union` of two guards of the same regions."""
     differ = None
     for k, ((_, pa), (_, pb)) in enumerate(zip(a, b)):
         if pa != pb:
@@ -455,9 +450,9 @@ class _Walk:
         self.memory = _Memory(_granule(arena_bytes), budget=budget)
         self.guard: Guard = ()
         """The paths being walked."""
-        self._regions = 0
         self.paths: dict[int, int] = {}
-        """Per region, how many paths it has: a guard allowing them all need not name it (`named`, `_exactly_joined`)."""
+        """Per region (numbered from 1), how many paths it has: a guard allowing them all need not name
+        it (`named`, `_exactly_joined`)."""
         self._tokens = 0
 
     def run(self) -> PlanCheck:
@@ -487,9 +482,9 @@ class _Walk:
 
     def region(self, paths: int) -> int:
         """A new region of `paths` paths (branches, exit rounds, places)."""
-        self._regions += 1
-        self.paths[self._regions] = paths
-        return self._regions
+        region = len(self.paths) + 1
+        self.paths[region] = paths
+        return region
 
     def outside(self) -> _Located:
         self._tokens += 1

@@ -1223,11 +1223,10 @@ def _view_sources(value: SSAValue, arg: BlockArgument, scopes: tuple[tuple[Block
             for b in plan.phis[case][k]
         ]
     else:
-        holder = plan.placed_in.get(value)
+        holder, results = plan.placed_in.get(value), body.parent_op().results
         if not top and holder in yields and holder is not yields[arg.index] and (
-                scopes[0][1].placed_in.get(holder) is body.parent_op().results[yields.index(holder)]):
+                scopes[0][1].placed_in.get(holder) is results[yields.index(holder)]):
             return {body.args[yields.index(holder)]}  # in a case result that is another position's next value
-        results = body.parent_op().results
         if not top and value in plan.spares and holder in results and holder is not results[arg.index]:
             return {body.args[results.index(holder)]}  # in a free slot of another position's toggle ring
         computed_there = holder in into and plan.roots.get(value) is not plan.roots.get(arg)
