@@ -291,14 +291,15 @@ class WhileOp(IRDLOperation):
     """How many rounds run, where that is known before the loop starts (a scan, a loop counting
     from a constant to a constant): then a result is never an init operand that later rounds would
     have replaced, and it is in one known slot of its ring."""
+    at_most = opt_prop_def(IntAttr)
+    """The most rounds that can run, where only that is known (a loop counting from a constant
+    while it is less than a constant and something else holds): no walk of the loop need go further."""
 
-    def __init__(self, inits: Sequence[SSAValue], cond: Region, body: Region, rounds: int | None = None):
-        super().__init__(
-            operands=[inits],
-            result_types=[[v.type for v in inits]],
-            regions=[cond, body],
-            properties={} if rounds is None else {"rounds": IntAttr(rounds)},
-        )
+    def __init__(self, inits: Sequence[SSAValue], cond: Region, body: Region, rounds: int | None = None,
+                 at_most: int | None = None):
+        properties = {name: IntAttr(n) for name, n in (("rounds", rounds), ("at_most", at_most)) if n is not None}
+        super().__init__(operands=[inits], result_types=[[v.type for v in inits]], regions=[cond, body],
+                         properties=properties)
 
     def verify_(self) -> None:
         types = tuple(v.type for v in self.inits)
@@ -309,6 +310,8 @@ class WhileOp(IRDLOperation):
                 raise VerifyException(f"jx.while {what} arguments must have the types of the loop-carried operands")
         if self.rounds is not None and self.rounds.data < 0:
             raise VerifyException(f"jx.while cannot run {self.rounds.data} rounds")
+        if self.at_most is not None and (self.at_most.data < 0 or self.rounds is not None):
+            raise VerifyException("jx.while says at_most a number of rounds that is not negative, and only without `rounds`")
         _verify_yield(self.cond.block, (TensorType(_I1, []),), "jx.while condition")
         _verify_yield(self.body.block, types, "jx.while body")
 
@@ -317,12 +320,13 @@ class WhileOp(IRDLOperation):
         operands, fn_type = _parse_operands_and_type(parser)
         inits = parser.resolve_operands(operands, fn_type.inputs.data, parser.pos)
         rounds = parser.parse_integer(allow_boolean=False) if parser.parse_optional_keyword("rounds") else None
+        at_most = parser.parse_integer(allow_boolean=False) if parser.parse_optional_keyword("at_most") else None
         extra = parser.parse_optional_attr_dict_with_keyword()
         parser.parse_keyword("cond")
         cond = parser.parse_region()
         parser.parse_keyword("do")
         body = parser.parse_region()
-        op = WhileOp(inits, cond, body, rounds)
+        op = WhileOp(inits, cond, body, rounds, at_most)
         if extra is not None:
             op.attributes |= extra.data
         return op
@@ -334,6 +338,8 @@ class WhileOp(IRDLOperation):
         printer.print_operation_type(self)
         if self.rounds is not None:
             printer.print_string(f" rounds {self.rounds.data}")
+        if self.at_most is not None:
+            printer.print_string(f" at_most {self.at_most.data}")
         _print_extra_attributes(printer, self)
         printer.print_string(" cond ")
         printer.print_region(self.cond, print_entry_block_args=True)

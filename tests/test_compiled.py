@@ -496,10 +496,24 @@ def test_a_loop_that_says_its_rounds_counts_them():
 @pytest.mark.parametrize("wrong", [-1, 1])
 def test_a_loop_whose_condition_disagrees_with_its_rounds_fails_the_call(monkeypatch, wrong):
     counted = convert.counted_rounds
-    monkeypatch.setattr(convert, "counted_rounds", lambda eqn: counted(eqn) + wrong)
+    monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (counted(eqn, most_of)[0] + wrong, None))
     planned = jaxalloc.planned(_power_iteration, mode="compiled")
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
         planned(jnp.eye(8) * 2.0, jnp.linspace(-1.0, 1.0, 8))
+
+
+def _settling(x):
+    return lax.while_loop(lambda s: (s[0] < 5) & (jnp.sum(s[1]) > 0.1), lambda s: (s[0] + 1, s[1] * 0.5),
+                          (jnp.int32(0), x))[1]
+
+
+@pytest.mark.parametrize("mode", ["compiled", "checked"])
+def test_a_loop_that_runs_more_rounds_than_it_says_at_most_fails_the_call(monkeypatch, mode):
+    """The static checker walks a loop no further than `at_most` says: a run past it fails."""
+    monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (None, 1))
+    planned = jaxalloc.planned(_settling, mode=mode)
+    with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
+        planned(jnp.ones(8))
 
 
 def _sorting(x):

@@ -21,9 +21,11 @@ from test_random_programs import CopiedBytes, check_random_program
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 
 import jaxalloc
+from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.checks.plan_check import check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import SlotAttr, ViewsAttr
+from jaxalloc.frontend import convert
 
 X4 = jnp.arange(4.0)
 X16 = jnp.linspace(-1.0, 1.0, 16)
@@ -242,6 +244,35 @@ def test_the_static_checker_walks_nested_toggle_rings_without_multiplying_guards
     fn, args = random_program(seed)
     found = jaxalloc.planned(fn).plan(*args, include_outputs=True).check()
     assert found.copies == () and found.work < CHECK_BUDGET / 10
+
+
+def _settling(x):
+    """A loop of at most 2 rounds that also stops on a value it computes."""
+    return lax.while_loop(lambda s: (s[0] < 2) & (jnp.sum(s[1]) > 0.1), lambda s: (s[0] + 1, s[1] * 0.5),
+                          (jnp.int32(0), x))[1]
+
+
+def test_the_static_checker_walks_a_loop_no_further_than_the_rounds_it_can_run(monkeypatch):
+    """A loop counting up to 2 that may stop sooner says `at_most 2`: every round to that one is an exit
+    and none later is walked (3 rounds); unbounded, the walk goes round its rings twice and more."""
+    planned = jaxalloc.planned(_settling)
+    assert "at_most 2" in str(planned.lower(jnp.ones(8)))
+    assert planned.plan(jnp.ones(8)).check().rounds == 3
+    monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (None, None))
+    assert jaxalloc.planned(_settling).plan(jnp.ones(8)).check().rounds > 3
+
+
+@pytest.mark.parametrize("seed", [21636, 47274, 48807])
+def test_random_programs_whose_loops_stop_at_a_count_plan_without_copies(seed):
+    """Loops of at most a few rounds (`(i < 1) & ...`) nesting toggle rings: walked to every round their
+    rings could reach, their checks went past `CHECK_BUDGET` (47274: 9.7 million units, 48807: 6.4
+    million) or the followed rings' budget (21636: 23.5 million), and the plans that `assign` fell back
+    to copied values between rounds. Walked to the last round the loops can run, each check takes a
+    few thousand units, and the plans copy nothing."""
+    program = random_program(seed)
+    found = jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check()
+    assert found.copies == () and found.work < 10_000
+    check_random_program(program, mode="compiled", passes=DEFAULT_PASSES)
 
 
 def test_the_static_checker_widens_many_guards_into_few_that_allow_every_path_and_keep_old_regions_apart():

@@ -4,10 +4,11 @@ It shares nothing with the planner. It reads the `mem` attributes the planner wr
 (`mem.arena`, `mem.slot(s)`, `#mem.next`, `mem.views`, `mem.phi`) and the meaning of each op,
 and walks the function the way the arena executor runs it: every branch of every case, every
 loop round by round (zero rounds included; only the exit after `rounds N` where a loop says how
-many it runs) until every ring has gone round twice. It keeps which value owns which bytes: a
-write takes its bytes from every value it overlaps, and a read checks that each value it may be
-reading still owns its bytes (a view written where its operand is not holds the operand's bytes:
-a second view of the same operand written there is not an overwrite). No lifetime is computed: a
+many it runs) until every ring has gone round twice, or to the last round it can run (`at_most
+N`). It keeps which value owns which bytes: a write takes its bytes from every value it
+overlaps, and a read checks that each value it may be reading still owns its bytes (a view
+written where its operand is not holds the operand's bytes: a second view of the same operand
+written there is not an overwrite). No lifetime is computed: a
 value is checked where it is read, so a lifetime the planner got wrong cannot hide.
 
 Paths are walked once each but remembered: every write and every way of reaching a value
@@ -675,7 +676,7 @@ class _Walk:
     def walk_loop(self, op: jx.WhileOp, env: dict, views: list[ViewsAttr]) -> None:
         """Walk the rounds of `op` on the current paths, its rings where `views` say."""
         inits = [env[v] for v in op.inits]
-        rounds, exit_at = _rounds_to_walk(views, op.rounds.data if op.rounds is not None else None)
+        rounds, exit_at = _rounds_to_walk(views, *(None if n is None else n.data for n in (op.rounds, op.at_most)))
         region, outer, first = self.region(len(exit_at(0))), self.guard, self.serial + 1
         state = []
         for k, (view, init) in enumerate(zip(views, inits)):
@@ -807,12 +808,13 @@ class _Walk:
             )
 
 
-def _rounds_to_walk(views: list[ViewsAttr], known: int | None):
+def _rounds_to_walk(views: list[ViewsAttr], known: int | None, at_most: int | None = None):
     """How many rounds to walk, and the exit rounds still ahead of a round (the paths it is on).
 
     Without a known round count, enough rounds for every loop exit: the init reads, then every ring
-    around twice, then one; every round is an exit. With one, the loop exits after those rounds
-    only, or, for a longer loop, after the last walked round where the rings are as they are then."""
+    around twice, then one, or every round the loop can run (`at_most`) where that is fewer; every
+    round is an exit. With one, the loop exits after those rounds only, or, for a longer loop, after
+    the last walked round where the rings are as they are then."""
     prefix = max((len(v.initial) for v in views), default=0)
     period = math.lcm(*(max(v.repeat, 1) for v in views)) if views else 1
     walked = min(prefix + 2 * period + 2, MAX_ROUNDS)
@@ -821,6 +823,7 @@ def _rounds_to_walk(views: list[ViewsAttr], known: int | None):
         if known < prefix + period:  # too few rounds walked to see the rings repeat
             known = None
     if known is None:
+        walked = walked if at_most is None else min(walked, at_most + 1)
         return walked, lambda round_: frozenset(range(round_, walked))
     return known + 1, lambda round_: frozenset((known,))
 

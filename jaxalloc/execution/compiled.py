@@ -855,6 +855,8 @@ class CompiledFunctions(ArenaFunctions):
             self.wrong_rounds = self.wrong_rounds | ~agreed
         elif op.rounds is not None:
             self.wrong_rounds = self.wrong_rounds | (rounds != op.rounds.data)
+        if op.at_most is not None:
+            self.wrong_rounds = self.wrong_rounds | (rounds > op.at_most.data)
         return state
 
     def encode_all(self, owner: Operation, values, kinds, layouts, carried=None) -> tuple:

@@ -134,9 +134,12 @@ class JxFunctions(InterpreterFunctions):
 
 
 def _ran(op: jx.WhileOp, rounds: int) -> None:
-    """A loop that says how many rounds it runs (the plan relies on it) must run that many."""
+    """A loop that says how many rounds it runs, or at most (the plan and its check rely on it), must
+    run that many."""
     if op.rounds is not None and op.rounds.data != rounds:
         raise JaxallocError(f"a jx.while that says it runs {op.rounds.data} rounds ran {rounds}: its `rounds` is wrong")
+    if op.at_most is not None and rounds > op.at_most.data:
+        raise JaxallocError(f"a jx.while that says it runs at most {op.at_most.data} rounds ran {rounds}: its `at_most` is wrong")
 
 
 @dataclass(frozen=True)

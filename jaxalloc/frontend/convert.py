@@ -218,10 +218,10 @@ class _Converter:
             new = self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
             return [self.glue(b, _select_lanes, pred, n, old)[0] for n, old in zip(new, b.args, strict=True)]
 
-        rounds = None if batched else counted_rounds(eqn)
-        if rounds == 0:  # no round runs: the loop hands back its init operands, as a scan of length 0
+        rounds, at_most = (None, None) if batched else counted_rounds(eqn, lambda k: most_of(inits[k], self.table))
+        if 0 in (rounds, at_most):  # no round runs: the loop hands back its init operands, as a scan of length 0
             return inits
-        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), rounds)
+        op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), rounds, at_most)
         Builder(InsertPoint.at_end(block)).insert(op)
         return _handed_back(op)
 
@@ -306,28 +306,89 @@ def _defining_op(value: SSAValue):
     return value.owner.parent_op() if isinstance(value.owner, Block) else value.owner
 
 
-def counted_rounds(eqn: core.JaxprEqn) -> int | None:
+def counted_rounds(eqn: core.JaxprEqn, most_of: Callable[[int], int | None] = lambda k: None
+                   ) -> tuple[int | None, int | None]:
     """The rounds of a `while_loop` that counts a carried integer up by one from a constant while it
     is less than a constant (what a `fori_loop` with constant bounds that is not a scan becomes), or
-    None: then only running the loop tells."""
+    the most it can run where such comparisons are operands of the condition's `and`s (a loop that
+    also stops on a value it computes) or compare with a carried value the body keeps, of which
+    `most_of(k)` (k: its position) knows the most: `(rounds, None)`, `(None, at_most)` or
+    `(None, None)`, where only running the loop tells."""
+    cond = eqn.params["cond_jaxpr"].jaxpr
+    made = {v: e for e in cond.eqns for v in e.outvars}
+    bounds, exact, pending = [], False, [cond.outvars[0]]
+    while pending:
+        test = pending.pop()
+        e = made.get(test) if isinstance(test, core.Var) else None
+        if e is not None and e.primitive.name == "and" and e.outvars[0].aval.dtype == np.bool_:
+            pending.extend(e.invars)
+        elif (counted := _counted(eqn, e, most_of)) is not None:
+            bounds.append(counted[0])
+            exact = counted[1] and test is cond.outvars[0]  # the comparison is the whole condition
+    if not bounds:
+        return None, None
+    return (bounds[0], None) if exact else (None, min(bounds))
+
+
+def _counted(eqn: core.JaxprEqn, test: core.JaxprEqn | None, most_of: Callable[[int], int | None]
+             ) -> tuple[int, bool] | None:
+    """The most rounds a `while_loop` can run while `test`, an equation of its condition, holds, and
+    whether it runs that many: where `test` is `lt(carried, bound)` and the body adds a constant 1 to
+    that carried integer, which starts at a constant, and `bound` is a constant or a carried value
+    the body keeps (then only the most is known)."""
     p = eqn.params
     cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
-    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt" or cond.outvars[0] is not cond.eqns[0].outvars[0]:
+    carried, kept = cond.invars[p["cond_nconsts"] :], body.invars[p["body_nconsts"] :]
+    if test is None or test.primitive.name != "lt" or test.invars[0] not in carried:
         return None
-    counter, bound = cond.eqns[0].invars
-    if counter not in cond.invars[p["cond_nconsts"] :] or not isinstance(bound, core.Literal):
+    counter, bound = test.invars
+    k = carried.index(counter)
+    if isinstance(bound, core.Literal):
+        most = int(bound.val) if np.issubdtype(np.asarray(bound.val).dtype, np.integer) else None
+    elif bound in carried and body.outvars[(j := carried.index(bound))] is kept[j]:
+        most = most_of(j)
+    else:
         return None
-    k = cond.invars.index(counter) - p["cond_nconsts"]
     start = eqn.invars[p["cond_nconsts"] + p["body_nconsts"] + k]
     step = next((e for e in body.eqns if body.outvars[k] in e.outvars), None)
-    if (step is None or step.primitive.name != "add" or step.invars[0] is not body.invars[p["body_nconsts"] + k]
+    if (most is None or step is None or step.primitive.name != "add" or step.invars[0] is not kept[k]
             or not isinstance(step.invars[1], core.Literal) or not isinstance(start, core.Literal)):
         return None
-    if not all(np.issubdtype(np.asarray(v.val).dtype, np.integer) for v in (bound, start, step.invars[1])):
+    if not all(np.issubdtype(np.asarray(v.val).dtype, np.integer) for v in (start, step.invars[1])):
         return None
     if int(step.invars[1].val) != 1:
         return None
-    return max(0, int(bound.val) - int(start.val))
+    return max(0, most - int(start.val)), isinstance(bound, core.Literal)
+
+
+def most_of(value: SSAValue, table: BindTable) -> int | None:
+    """The most an integer scalar of the IR can be, where its ops tell: a constant, the least of a
+    `min` of known ones, the upper bound of a `clamp` (`jnp.clip(n, 0, 3)` as a loop's bound), an
+    integer conversion that cannot wrap."""
+    op = value.owner
+    if isinstance(op, jx.ConstOp):
+        array = np.asarray(table[op.key.data])
+        return int(array) if array.shape == () and np.issubdtype(array.dtype, np.integer) else None
+    if not isinstance(op, jx.PrimOp):
+        return None
+    name = op.primitive.data
+    if name == "min":
+        known = [m for v in op.operands if (m := most_of(v, table)) is not None]
+        return min(known, default=None)
+    if name == "max":
+        known = [most_of(v, table) for v in op.operands]
+        return None if None in known else max(known)
+    if name == "clamp":
+        return most_of(op.operands[2], table)
+    if name == "convert_element_type" and _never_wraps(op.operands[0].type, value.type):
+        return most_of(op.operands[0], table)
+    return None
+
+
+def _never_wraps(source, target) -> bool:
+    """Whether converting integers of type `source` to `target` keeps every value."""
+    dtypes = [dtype_of(t.element_type) for t in (source, target)]
+    return all(np.issubdtype(d, np.integer) for d in dtypes) and np.can_cast(*dtypes, casting="safe")
 
 
 def scan_counts(params: dict) -> tuple[int, int]:

@@ -44,6 +44,40 @@ print(jaxalloc.planned(count_to_three, passes=("jx-dce",)).lower(jnp.ones(4)))
 # CHECK:         jx.yield %[[Y]] : tensor<4xf32>
 
 
+# A loop that also stops on a value it computes says the most rounds it can run: the least of its
+# counters' bounds; one that can run none is its init operands.
+def count_or_settle(x):
+    def cond(s):
+        return (s[0] < 4) & ((jnp.sum(s[2]) > 1.0) & (s[1] < 6))
+
+    _, _, y = lax.while_loop(cond, lambda s: (s[0] + 1, s[1] + 1, s[2] * 0.5), (jnp.int32(0), jnp.int32(3), x))
+    _, z = lax.while_loop(lambda s: (s[0] < 2) & (jnp.sum(s[1]) > 1.0), lambda s: (s[0] + 1, s[1] * 0.5),
+                          (jnp.int32(2), y))
+    return z
+
+
+print(jaxalloc.planned(count_or_settle, passes=("jx-dce",)).lower(jnp.ones(4)))
+
+# CHECK-LABEL: jx.func @count_or_settle(%a: tensor<4xf32>) -> tensor<4xf32>
+# CHECK:         %{{.*}}, %{{.*}}, %[[Y:.*]] = jx.while(%{{.*}}, %{{.*}}, %a) : ({{.*}}) -> ({{.*}}) at_most 3 cond {
+# CHECK-NOT:     jx.while
+# CHECK:         jx.yield %[[Y]] : tensor<4xf32>
+
+
+# A fori_loop up to a bound it is handed says the most rounds it can run where the ops before it
+# tell the bound's most (a clip, a minimum with a constant); one it cannot tell says nothing.
+def count_to_clipped(x, n):
+    y = lax.fori_loop(0, jnp.clip(n, 0, 2), lambda i, c: c * 2.0, x)
+    return lax.fori_loop(0, n, lambda i, c: c * 2.0, y)
+
+
+print(jaxalloc.planned(count_to_clipped, passes=("jx-dce",)).lower(jnp.ones(4), 3))
+
+# CHECK-LABEL: jx.func @count_to_clipped(%a: tensor<4xf32>, %b: tensor<i32>) -> tensor<4xf32>
+# CHECK:         jx.while({{.*}}) : ({{.*}}) -> ({{.*}}) at_most 2 cond {
+# CHECK:         jx.while({{.*}}) : ({{.*}}) -> ({{.*}}) cond {
+
+
 # A result that is always a value from before the loop is that value: a carry the body keeps, a
 # swap run a known number of rounds, a value from outside the loop handed to a position.
 def handed_back(x, y, n):
