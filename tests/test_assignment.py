@@ -252,14 +252,19 @@ def test_an_inner_loop_of_data_dependent_rounds_updates_the_outer_carry_where_it
     assert carries[-1].repeat == 1 and inner[-1] == Carry(1, ())
 
 
-def _copy_free_loop_views(fn, args, mode):
-    """Run `fn` planned in `mode` with no bytes copied, plan it with its outputs inside the arena,
-    where the static check finds no copy either, and return the multi-views of its first loop."""
+def _copy_free_plan(fn, args, mode):
+    """Run `fn` planned in `mode` with no bytes copied, and return its plan with its outputs inside
+    the arena, where the static check finds no copy either."""
     planned = check_program(fn, *args, mode=mode)
     assert planned.last_run.copied_bytes == 0
     inside = planned.plan(*args, include_outputs=True)
     assert inside.check().copies == ()
-    loop = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+    return inside
+
+
+def _copy_free_loop_views(fn, args, mode):
+    """`_copy_free_plan`'s multi-views of the first loop."""
+    loop = next(op for op in _copy_free_plan(fn, args, mode).module.walk() if isinstance(op, jx.WhileOp))
     return loop.attributes["mem.views"].data
 
 
@@ -311,10 +316,9 @@ def test_an_inner_toggle_ring_in_a_case_lies_in_the_enclosing_loops_next_view(ro
 
     fn = _toggling_in_a_case_of_a_loop(rounds)
     args = (jnp.arange(4.0), jnp.array(flags), jnp.int32(2))
-    views = _copy_free_loop_views(fn, args, mode)
-    assert views[-1].toggles
-    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
-    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
+    inside = _copy_free_plan(fn, args, mode)
+    outer, inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][:2]
+    assert outer.attributes["mem.views"].data[-1].toggles
     ring = inner.attributes["mem.views"].data[-1]
     assert ring.toggles and isinstance(ring.slots.data[0], NextAttr)
 
@@ -417,8 +421,7 @@ def test_an_init_operand_a_rotated_ring_in_a_case_result_reads_takes_a_slot_past
 
     for rounds in (0, 1, 3):
         args = jnp.array([1.5, -2.5, 3.5]), jnp.int32(rounds), jnp.bool_(True)
-        _copy_free_loop_views(fn, args, mode)
-    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
+        inside = _copy_free_plan(fn, args, mode)
     case = next(op for op in inside.module.walk() if isinstance(op, jx.CaseOp))
     (result,) = case.attributes["mem.slots"].data
     floor = next(op for op in inside.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "floor")
@@ -453,11 +456,10 @@ def _copy_free_with_the_inner_ring_in_the_next_view(fn, mode):
     that the inner loop's ring is the outer loop's next view of its position 1, and return the
     outer loop's multi-views."""
     for n in (0, 1, 3):
-        args = jnp.arange(4.0), jnp.arange(4.0) * 3, jnp.int32(n)
-        views = _copy_free_loop_views(fn, args, mode)
-    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
-    inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
-    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
+        inside = _copy_free_plan(fn, (jnp.arange(4.0), jnp.arange(4.0) * 3, jnp.int32(n)), mode)
+    outer, inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][:2]
+    views = outer.attributes["mem.views"].data
+    inner_slots = [slot for ring in inner.attributes["mem.views"].data[1:] for slot in ring.slots.data]
     assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 1 for slot in inner_slots)
     return views
 
@@ -541,10 +543,9 @@ def test_a_chain_of_cases_handing_on_an_inner_result_that_may_be_the_carried_val
         return lax.fori_loop(0, 3, outer, x)
 
     for n in (0, 1, 3):
-        args = jnp.arange(4.0), jnp.int32(n), jnp.int32(1)
-        views = _copy_free_loop_views(fn, args, mode)
-        assert views[2].toggles
-    inside = check_program(fn, *args, mode=mode).plan(*args, include_outputs=True)
+        inside = _copy_free_plan(fn, (jnp.arange(4.0), jnp.int32(n), jnp.int32(1)), mode)
+        outer = next(op for op in inside.module.walk() if isinstance(op, jx.WhileOp))
+        assert outer.attributes["mem.views"].data[2].toggles
     inner, *cases = [op for op in inside.module.walk() if isinstance(op, (jx.WhileOp, jx.CaseOp))][1:]
     held = [*inner.attributes["mem.views"].data[1].slots.data, *(case.attributes["mem.slots"].data[0] for case in cases)]
     assert len(cases) == 2 and all(isinstance(slot, NextAttr) and slot.position.data == 2 for slot in held)
@@ -812,7 +813,7 @@ def test_an_inner_ring_lies_in_the_next_view_of_a_position_other_positions_hand_
     assert outer_views[2].slots.data  # d's ring (position 0 counts the rounds)
     inside = check_program(_rotating_with_an_inner_ring, *args, mode=mode).plan(*args, include_outputs=True)
     inner = [op for op in inside.module.walk() if isinstance(op, jx.WhileOp)][1]
-    inner_slots = [slot for views in inner.attributes["mem.views"].data[1:] for slot in views.slots.data]
+    inner_slots = [slot for ring in inner.attributes["mem.views"].data[1:] for slot in ring.slots.data]
     assert inner_slots and all(isinstance(slot, NextAttr) and slot.position.data == 2 for slot in inner_slots)
 
 
