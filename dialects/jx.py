@@ -311,7 +311,7 @@ class WhileOp(IRDLOperation):
         if self.rounds is not None and self.rounds.data < 0:
             raise VerifyException(f"jx.while cannot run {self.rounds.data} rounds")
         if self.at_most is not None and (self.at_most.data < 0 or self.rounds is not None):
-            raise VerifyException("jx.while says at_most a number of rounds that is not negative, and only without `rounds`")
+            raise VerifyException("jx.while at_most must count rounds (0 or more), on a loop without `rounds`")
         _verify_yield(self.cond.block, (TensorType(_I1, []),), "jx.while condition")
         _verify_yield(self.body.block, types, "jx.while body")
 

@@ -134,8 +134,8 @@ class JxFunctions(InterpreterFunctions):
 
 
 def _ran(op: jx.WhileOp, rounds: int) -> None:
-    """A loop that says how many rounds it runs, or at most (the plan and its check rely on it), must
-    run that many."""
+    """A loop that says how many rounds it runs (the plan relies on it) must run that many; one that
+    says the most it can run (the plan's check relies on it), no more."""
     if op.rounds is not None and op.rounds.data != rounds:
         raise JaxallocError(f"a jx.while that says it runs {op.rounds.data} rounds ran {rounds}: its `rounds` is wrong")
     if op.at_most is not None and rounds > op.at_most.data:

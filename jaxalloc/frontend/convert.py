@@ -218,7 +218,7 @@ class _Converter:
             new = self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
             return [self.glue(b, _select_lanes, pred, n, old)[0] for n, old in zip(new, b.args, strict=True)]
 
-        rounds, at_most = (None, None) if batched else counted_rounds(eqn, lambda k: most_of(inits[k], self.table))
+        rounds, at_most = (None, None) if batched else counted_rounds(eqn, lambda k: most_value(inits[k], self.table))
         if 0 in (rounds, at_most):  # no round runs: the loop hands back its init operands, as a scan of length 0
             return inits
         op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), rounds, at_most)
@@ -306,8 +306,7 @@ def _defining_op(value: SSAValue):
     return value.owner.parent_op() if isinstance(value.owner, Block) else value.owner
 
 
-def counted_rounds(eqn: core.JaxprEqn, most_of: Callable[[int], int | None] = lambda k: None
-                   ) -> tuple[int | None, int | None]:
+def counted_rounds(eqn: core.JaxprEqn, most_of: Callable[[int], int | None]) -> tuple[int | None, int | None]:
     """The rounds of a `while_loop` that counts a carried integer up by one from a constant while it
     is less than a constant (what a `fori_loop` with constant bounds that is not a scan becomes), or
     the most it can run where such comparisons are operands of the condition's `and`s (a loop that
@@ -361,7 +360,7 @@ def _counted(eqn: core.JaxprEqn, test: core.JaxprEqn | None, most_of: Callable[[
     return max(0, most - int(start.val)), isinstance(bound, core.Literal)
 
 
-def most_of(value: SSAValue, table: BindTable) -> int | None:
+def most_value(value: SSAValue, table: BindTable) -> int | None:
     """The most an integer scalar of the IR can be, where its ops tell: a constant, the least of a
     `min` of known ones, the upper bound of a `clamp` (`jnp.clip(n, 0, 3)` as a loop's bound), an
     integer conversion that cannot wrap."""
@@ -373,15 +372,15 @@ def most_of(value: SSAValue, table: BindTable) -> int | None:
         return None
     name = op.primitive.data
     if name == "min":
-        known = [m for v in op.operands if (m := most_of(v, table)) is not None]
+        known = [m for v in op.operands if (m := most_value(v, table)) is not None]
         return min(known, default=None)
     if name == "max":
-        known = [most_of(v, table) for v in op.operands]
+        known = [most_value(v, table) for v in op.operands]
         return None if None in known else max(known)
     if name == "clamp":
-        return most_of(op.operands[2], table)
+        return most_value(op.operands[2], table)
     if name == "convert_element_type" and _never_wraps(op.operands[0].type, value.type):
-        return most_of(op.operands[0], table)
+        return most_value(op.operands[0], table)
     return None
 
 

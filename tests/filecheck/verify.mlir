@@ -87,3 +87,20 @@ builtin.module {
   }
 }
 // CHECK: jx.while cannot run -1 rounds
+
+// -----
+
+builtin.module {
+  jx.func @f(%x: tensor<3xf32>) -> tensor<3xf32> {
+    %r = jx.while(%x) : (tensor<3xf32>) -> tensor<3xf32> rounds 2 at_most 3 cond {
+    ^bb0(%a: tensor<3xf32>):
+      %p = jx.const[0] "True" : tensor<i1>
+      jx.yield %p : tensor<i1>
+    } do {
+    ^bb0(%b: tensor<3xf32>):
+      jx.yield %b : tensor<3xf32>
+    }
+    jx.yield %r : tensor<3xf32>
+  }
+}
+// CHECK: jx.while at_most must count rounds (0 or more), on a loop without `rounds`
