@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from corpus_programs import PROGRAMS as CORPUS
-from differential import AS_TRACED, check_program, sample
+from differential import AS_TRACED, THOROUGH, check_program, sample
 from jax import lax
 from jax._src.ad_util import add_jaxvals_p
 from random_programs import random_program
@@ -302,7 +302,9 @@ def test_equinox_markers_are_their_operands_and_unvmap_reductions_plain_reductio
 
 
 def test_a_diffrax_solve_keeps_no_value_of_equinox_markers():
-    """`select_if_vmap` is its first operand: the copies equinox's loops feed it go too."""
+    """`select_if_vmap` is its first operand: the copies equinox's loops feed it go too. The solve's
+    plan passes the static checker; it runs inside its arena in `tests/test_library_corpus.py` (after
+    every default pass) and here with `JAXALLOC_THOROUGH=1` (the sanitizer's run takes some 15 s)."""
     from library_programs import _neural_ode_args, diffrax_neural_ode
 
     args = _neural_ode_args()
@@ -311,7 +313,10 @@ def test_a_diffrax_solve_keeps_no_value_of_equinox_markers():
     primitives = _primitives(module)
     assert "select_if_vmap" in traced and not set(MARKERS) & set(primitives)
     assert primitives.count("copy") < traced.count("copy") / 2
-    _checked(diffrax_neural_ode, *args)
+    if THOROUGH:
+        _checked(diffrax_neural_ode, *args)
+    else:
+        assert jaxalloc.planned(diffrax_neural_ode, passes=CANON).plan(*args).check().copies == ()
 
 
 def test_a_loop_result_that_is_always_its_init_operand_is_read_as_that_operand():
