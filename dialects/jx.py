@@ -301,6 +301,11 @@ class WhileOp(IRDLOperation):
         super().__init__(operands=[inits], result_types=[[v.type for v in inits]], regions=[cond, body],
                          properties=properties)
 
+    @property
+    def said_rounds(self) -> tuple[int | None, int | None]:
+        """`rounds` and `at_most` as numbers, None where the loop does not say."""
+        return tuple(None if n is None else n.data for n in (self.rounds, self.at_most))
+
     def verify_(self) -> None:
         types = tuple(v.type for v in self.inits)
         if tuple(r.type for r in self.res) != types:

@@ -14,6 +14,7 @@ from differential import check_program
 from jax import lax
 from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
+from test_trust import _settling
 
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
@@ -500,11 +501,6 @@ def test_a_loop_whose_condition_disagrees_with_its_rounds_fails_the_call(monkeyp
     planned = jaxalloc.planned(_power_iteration, mode="compiled")
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
         planned(jnp.eye(8) * 2.0, jnp.linspace(-1.0, 1.0, 8))
-
-
-def _settling(x):
-    return lax.while_loop(lambda s: (s[0] < 5) & (jnp.sum(s[1]) > 0.1), lambda s: (s[0] + 1, s[1] * 0.5),
-                          (jnp.int32(0), x))[1]
 
 
 @pytest.mark.parametrize("mode", ["compiled", "checked"])

@@ -8,8 +8,8 @@ many it runs) until every ring has gone round twice, or to the last round it can
 N`). It keeps which value owns which bytes: a write takes its bytes from every value it
 overlaps, and a read checks that each value it may be reading still owns its bytes (a view
 written where its operand is not holds the operand's bytes: a second view of the same operand
-written there is not an overwrite). No lifetime is computed: a
-value is checked where it is read, so a lifetime the planner got wrong cannot hide.
+written there is not an overwrite). No lifetime is computed: a value is checked where it is
+read, so a lifetime the planner got wrong cannot hide.
 
 Paths are walked once each but remembered: every write and every way of reaching a value
 carries a guard, the branch of each case and the exit round of each loop it depends on. A
@@ -676,7 +676,7 @@ class _Walk:
     def walk_loop(self, op: jx.WhileOp, env: dict, views: list[ViewsAttr]) -> None:
         """Walk the rounds of `op` on the current paths, its rings where `views` say."""
         inits = [env[v] for v in op.inits]
-        rounds, exit_at = _rounds_to_walk(views, *(None if n is None else n.data for n in (op.rounds, op.at_most)))
+        rounds, exit_at = _rounds_to_walk(views, *op.said_rounds)
         region, outer, first = self.region(len(exit_at(0))), self.guard, self.serial + 1
         state = []
         for k, (view, init) in enumerate(zip(views, inits)):

@@ -343,21 +343,24 @@ def _counted(eqn: core.JaxprEqn, test: core.JaxprEqn | None, most_of: Callable[[
     counter, bound = test.invars
     k = carried.index(counter)
     if isinstance(bound, core.Literal):
-        most = int(bound.val) if np.issubdtype(np.asarray(bound.val).dtype, np.integer) else None
+        most = _integer(bound)
     elif bound in carried and body.outvars[(j := carried.index(bound))] is kept[j]:
         most = most_of(j)
     else:
         return None
-    start = eqn.invars[p["cond_nconsts"] + p["body_nconsts"] + k]
+    start = _integer(eqn.invars[p["cond_nconsts"] + p["body_nconsts"] + k])
     step = next((e for e in body.eqns if body.outvars[k] in e.outvars), None)
-    if (most is None or step is None or step.primitive.name != "add" or step.invars[0] is not kept[k]
-            or not isinstance(step.invars[1], core.Literal) or not isinstance(start, core.Literal)):
+    if (most is None or start is None or step is None or step.primitive.name != "add"
+            or step.invars[0] is not kept[k] or _integer(step.invars[1]) != 1):
         return None
-    if not all(np.issubdtype(np.asarray(v.val).dtype, np.integer) for v in (start, step.invars[1])):
-        return None
-    if int(step.invars[1].val) != 1:
-        return None
-    return max(0, most - int(start.val)), isinstance(bound, core.Literal)
+    return max(0, most - start), isinstance(bound, core.Literal)
+
+
+def _integer(atom) -> int | None:
+    """The value of a jaxpr atom that is an integer literal, else None."""
+    if isinstance(atom, core.Literal) and np.issubdtype(np.asarray(atom.val).dtype, np.integer):
+        return int(atom.val)
+    return None
 
 
 def most_value(value: SSAValue, table: BindTable) -> int | None:

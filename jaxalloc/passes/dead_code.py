@@ -130,9 +130,8 @@ def _sweep_loop(loop: jx.WhileOp, needed: _Needed) -> None:
                 region.block.erase_arg(region.block.args[k])
     if len(live) == len(loop.inits):
         return
-    rounds, at_most = (None if n is None else n.data for n in (loop.rounds, loop.at_most))
     regions = [loop.detach_region(region) for region in (loop.cond, loop.body)]
-    _replace(loop, jx.WhileOp([loop.inits[k] for k in live], *regions, rounds, at_most), live)
+    _replace(loop, jx.WhileOp([loop.inits[k] for k in live], *regions, *loop.said_rounds), live)
 
 
 def _sweep_case(case: jx.CaseOp, needed: _Needed) -> None:
