@@ -270,9 +270,9 @@ def test_random_programs_whose_loops_stop_at_a_count_plan_without_copies(seed):
     to copied values between rounds. Walked to the last round the loops can run, each check takes a
     few thousand units, and the plans copy nothing."""
     program = random_program(seed)
-    found = jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check()
+    planned = check_random_program(program, mode="compiled", passes=DEFAULT_PASSES)
+    found = planned.plan(*program.args, include_outputs=True).check()
     assert found.copies == () and found.work < 10_000
-    check_random_program(program, mode="compiled", passes=DEFAULT_PASSES)
 
 
 def test_the_static_checker_widens_many_guards_into_few_that_allow_every_path_and_keep_old_regions_apart():
