@@ -271,6 +271,11 @@ class ConstOp(IRDLOperation):
         printer.print_attribute(self.res.type)
 
 
+def has_effect(ir: Operation | Region) -> bool:
+    """Whether `ir` is, or holds, an op with an effect (a callback): it must run, and in its order."""
+    return any(isinstance(inner, PrimOp) and inner.effect is not None for inner in ir.walk())
+
+
 def _parse_operands_and_type(parser: Parser) -> tuple[list[UnresolvedOperand], FunctionType]:
     operands = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
     parser.parse_punctuation(":")

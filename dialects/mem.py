@@ -25,9 +25,9 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   one whose next value may be this position's value, which it may then keep for any number of
   rounds): the next value goes into the first slot that none of these current values is in, one
   of a slot for each position and one more.
-- `#mem.next<1, 1>` on an op of a loop body: the value is computed into the second slot of position
-  1's toggle ring that no current value is in (`#mem.next<1>`, the first, holds another value
-  that the next one may be, computed in the same round): one slot more for each.
+- `#mem.next<1, 1>` on an op of a loop body (or of a case in it): the value is computed into the
+  second slot of position 1's toggle ring that no current value is in (`#mem.next<1>`, the first,
+  holds another value that the next one may be, computed in the same round): one slot more for each.
 - `#mem.views<initial = [0], slots = [#mem.next<1>, #mem.next<1>]>`: a loop inside a loop body whose
   ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
   inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.

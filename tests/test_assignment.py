@@ -583,14 +583,15 @@ def test_a_branch_handing_on_a_rotation_puts_the_ring_its_result_lies_in_in_the_
         assert planned.plan(*args, include_outputs=True).check().copies == ()
 
 
-@pytest.mark.parametrize("seed", [19426, 21909])
+@pytest.mark.parametrize("seed", [21909])
 def test_an_inner_toggle_ring_holding_another_positions_values_lies_in_the_enclosing_next_view(seed):
     """Three loops deep: the middle loop's toggle ring holds another position's values too (a
     rotation hands them on), and the innermost ring lies in the middle loop's next view. That ring
     now lies in the outer loop's next view as a ring of one position does, where it lay apart and
     the outer body copied the middle loop's result into its next view every round (random programs
-    19426 and 21909). The checker's budget still guards the plans whose paths such rings multiply
-    (random program 1628: planned again without them)."""
+    21909, and 19426 until its innermost loop, of one round, became its body). The checker's budget
+    still guards the plans whose paths such rings multiply (random program 1628: planned again
+    without them)."""
     fn, args = random_program(seed)
     plan = jaxalloc.planned(fn).plan(*args, include_outputs=True)
     assert plan.check().copies == ()
@@ -627,6 +628,37 @@ def test_a_case_result_that_may_be_any_value_of_a_chain_of_cases_holds_each_in_a
         assert check_program(_case_of_a_chain_of_cases, *args, mode=mode).last_run.copied_bytes == 0
     program = random_program(34185)
     assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
+
+
+def _loop_of_a_chain_of_cases(x, p):
+    """A loop whose next value is an argument or the last of a chain of cases from its carried
+    value: the first computes from it or hands it on, the second negates the first's or hands it
+    on, the third computes from the second's (writing its own memory before its last read of it)."""
+
+    def body(i, c):
+        def chain(c):
+            a = lax.cond(p > i, lambda v: v, lambda v: jnp.cumsum(v % 3, axis=1) + v, c)
+            b = lax.cond(p > 2 * i, lambda v: v, lambda v: -v, a)
+            return lax.cond(p > 3 * i, lambda v: v, lambda v: jnp.cumsum(v % 3, axis=1) + v, b)
+
+        return lax.cond(jnp.sum(c) > p, chain, lambda c: x, c)
+
+    return lax.fori_loop(0, 3, body, x * 2)
+
+
+@pytest.mark.parametrize("p", [0, 1, 5])
+def test_a_next_value_that_may_be_any_value_of_a_chain_of_cases_holds_each_in_a_free_slot_of_the_toggle_ring(p):
+    """The loop's next value may be the third case's value or the second's, computed before the
+    third's last read of it: the second's goes to the toggle ring's second free slot
+    (`#mem.next<k, 1>`), the third's to the first. Before, the second's had memory of its own in the
+    branch, and the loop copied it into its ring every round it was the next value (random program
+    47274, once its inner loop of at most one round became a case)."""
+    args = jnp.arange(6, dtype=jnp.int32).reshape(2, 3), p
+    plan = jaxalloc.planned(_loop_of_a_chain_of_cases).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    assert "#mem.next<2, 1>" in str(plan.module)
+    for mode in ("checked", "compiled"):
+        assert check_program(_loop_of_a_chain_of_cases, *args, mode=mode).last_run.copied_bytes == 0
 
 
 def _handed_a_rotation_s_value(a):
@@ -692,13 +724,13 @@ def test_a_position_handed_a_value_in_another_position_s_free_slot_borrows_it():
 
 
 def _handing_on_an_inner_loop_s_result(v, w):
-    """A position's next value is a case result: one branch hands on an inner loop's result (one
-    round, a ring of one slot), the other computes from it."""
+    """A position's next value is a case result: one branch hands on an inner loop's result (two
+    rounds, a ring of one slot), the other computes from it."""
     e = jnp.sum(v) * 0.25
 
     def body(i, carry):
         c, log = carry
-        _, r = lax.while_loop(lambda s: s[0] < 1, lambda s: (s[0] + 1, w[jnp.clip(s[0] + 2, 0, 3)]), (0, e))
+        _, r = lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, w[jnp.clip(s[0] + 2, 0, 3)]), (0, e))
         return lax.cond(jnp.max(v) > 0.5, lambda: r, lambda: r / (1.0 + jnp.abs(r))), log.at[i].set(c)
 
     return lax.fori_loop(0, 3, body, (e, jnp.zeros(3)))

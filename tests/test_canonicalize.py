@@ -368,6 +368,28 @@ def test_a_loop_position_handed_an_invariant_position_s_value_with_the_same_init
     assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
 
 
+@pytest.mark.parametrize("x", [jnp.arange(4.0), -jnp.arange(4.0)], ids=["runs", "stops"])
+def test_a_loop_of_one_round_is_its_body_and_one_of_at_most_one_round_a_case(x):
+    """A scan of length 1 runs its body once: no loop is left. A `while_loop` counting to 1 that may
+    stop sooner (`at_most 1`, read through the conversion of its Python int counter's weak test to a
+    strong bool) runs its body once or not at all: a case on its condition, tested on the init
+    operands. A loop of two rounds stays."""
+
+    def fn(x, y):
+        c, ys = lax.scan(lambda c, v: (c * v, c + v), x, y[None])
+        z = lax.while_loop(lambda s: (s[0] < 1) & (jnp.sum(s[1]) > 0), lambda s: (s[0] + 1, jnp.sin(s[1])), (0, x))[1]
+        w = lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, s[1] * 2.0), (0, y))[1]
+        return c, ys, z, w
+
+    args = x, jnp.ones(4)
+    traced, _ = _lowered(fn, *args, passes=("jx-dce",))
+    assert [op.said_rounds for op in traced.walk() if isinstance(op, jx.WhileOp)] == [(1, None), (None, 1), (2, None)]
+    module, _ = _lowered(fn, *args)
+    assert [op.said_rounds for op in module.walk() if isinstance(op, jx.WhileOp)] == [(2, None)]
+    assert len([op for op in module.walk() if isinstance(op, jx.CaseOp)]) == 1
+    _checked(fn, *args)
+
+
 def test_a_copy_of_a_value_its_block_computes_goes_unless_the_block_hands_on_both():
     def fn(x):
         t, kept = jnp.tanh(x), jnp.sin(x)

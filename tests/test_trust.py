@@ -247,19 +247,19 @@ def test_the_static_checker_walks_nested_toggle_rings_without_multiplying_guards
 
 
 def _settling(x):
-    """A loop of at most 2 rounds that also stops on a value it computes."""
-    return lax.while_loop(lambda s: (s[0] < 2) & (jnp.sum(s[1]) > 0.1), lambda s: (s[0] + 1, s[1] * 0.5),
+    """A loop of at most 3 rounds that also stops on a value it computes (from `jnp.ones(8)`, it runs 3)."""
+    return lax.while_loop(lambda s: (s[0] < 3) & (jnp.sum(s[1]) > 0.1), lambda s: (s[0] + 1, s[1] * 0.5),
                           (jnp.int32(0), x))[1]
 
 
 def test_the_static_checker_walks_a_loop_no_further_than_the_rounds_it_can_run(monkeypatch):
-    """A loop counting up to 2 that may stop sooner says `at_most 2`: every round to that one is an exit
-    and none later is walked (3 rounds); unbounded, the walk goes round its rings twice and more."""
+    """A loop counting up to 3 that may stop sooner says `at_most 3`: every round to that one is an exit
+    and none later is walked (4 rounds); unbounded, the walk goes round its rings twice and more."""
     planned = jaxalloc.planned(_settling)
-    assert "at_most 2" in str(planned.lower(jnp.ones(8)))
-    assert planned.plan(jnp.ones(8)).check().rounds == 3
+    assert "at_most 3" in str(planned.lower(jnp.ones(8)))
+    assert planned.plan(jnp.ones(8)).check().rounds == 4
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (None, None))
-    assert jaxalloc.planned(_settling).plan(jnp.ones(8)).check().rounds > 3
+    assert jaxalloc.planned(_settling).plan(jnp.ones(8)).check().rounds > 4
 
 
 @pytest.mark.parametrize("seed", [21636, 47274, 48807])
@@ -269,10 +269,26 @@ def test_random_programs_whose_loops_stop_at_a_count_plan_without_copies(seed):
     million) or the followed rings' budget (21636: 23.5 million), and the plans that `assign` fell back
     to copied values between rounds. Walked to the last round the loops can run, each check takes a
     few thousand units, and the plans copy nothing."""
+    _runs_without_copies(seed)
+
+
+def _runs_without_copies(seed: int) -> None:
+    """Random program `seed` gives jit's answers compiled, copying nothing, and its plan's static check
+    finds no copy within a few thousand units of work."""
     program = random_program(seed)
     planned = check_random_program(program, mode="compiled", passes=DEFAULT_PASSES)
     found = planned.plan(*program.args, include_outputs=True).check()
-    assert found.copies == () and found.work < 10_000
+    assert found.copies == () and found.work < 20_000
+
+
+@pytest.mark.parametrize("seed", [22397, 36322, 42391])
+def test_random_programs_with_loops_of_at_most_one_round_run_without_copies(seed):
+    """An inner loop of one round (22397) or at most one (36322, 42391, `(i < 1) & ...`) handed an
+    enclosing loop a result that is an init operand or a value it computed, lying in the inner loop's
+    ring or outside it: the enclosing loop's ring cannot hold both, and the value was copied between
+    rounds (384, 18 and 48 bytes a call). As its body inlined, or a case, the inner loop carries
+    nothing round (`jx-canonicalize`, `OneRoundLoop`)."""
+    _runs_without_copies(seed)
 
 
 def test_the_static_checker_widens_many_guards_into_few_that_allow_every_path_and_keep_old_regions_apart():

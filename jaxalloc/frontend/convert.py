@@ -321,6 +321,9 @@ def counted_rounds(eqn: core.JaxprEqn, most_of: Callable[[int], int | None]) -> 
         e = made.get(test) if isinstance(test, core.Var) else None
         if e is not None and e.primitive.name == "and" and e.outvars[0].aval.dtype == np.bool_:
             pending.extend(e.invars)
+        elif (e is not None and e.primitive.name == "convert_element_type"
+              and e.invars[0].aval.dtype == e.outvars[0].aval.dtype == np.bool_):
+            pending.append(e.invars[0])  # a weak bool made strong (`(i < 1) & ...` of a Python int counter)
         elif (counted := _counted(eqn, e, most_of)) is not None:
             bounds.append(counted[0])
             exact = counted[1] and test is cond.outvars[0]  # the comparison is the whole condition

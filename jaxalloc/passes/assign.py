@@ -213,7 +213,10 @@ def _annotate(
     for value, parent_value in plan.placed_in.items():
         if parent_value in outer:
             place, n = outer[parent_value], plan.spare_slot(value)  # a case result's further slots
-            slots[value] = SlotAttr(place.offset.data + n * place.size.data, place.size.data) if n else place
+            if isinstance(place, NextAttr):  # a case result in a next view: further free slots of the toggle ring
+                slots[value] = NextAttr(place.position.data, place.nth.data + n)
+            else:
+                slots[value] = SlotAttr(place.offset.data + n * place.size.data, place.size.data) if n else place
     for op in block.ops:
         if isinstance(op, jx.WhileOp):
             _annotate_loop(op, plan, slots)

@@ -5,9 +5,10 @@ before it assigns buffers: a transpose feeding a matmul becomes the matmul's dim
 transpose of a transpose one transpose (or none), a round trip through a wider type nothing, a
 broadcast into an elementwise op the op's own implicit broadcasting, a division by a scalar a
 product with its reciprocal, a reduction over dimensions of size 1 a reshape (a view), a loop
-result that is always its init operand that operand. Each rewrite gives the values `jax.jit` gives (XLA rewrites the same
-way) and keeps a value alive longer only in place of a removed one at least as large, so no plan
-after it needs more memory.
+result that is always its init operand that operand, a loop of one round its body (and one of at
+most one round a case, whose result carries nothing round). Each rewrite gives the values
+`jax.jit` gives (XLA rewrites the same way) and keeps a value alive longer only in place of a
+removed one at least as large, so no plan after it needs more memory.
 
 A rewrite that binds a primitive with new parameters adds a binding to the side table
 (`BindTable`) where there is one. IR read from text (`xdsl-opt`) has none: the rewritten op then
@@ -25,8 +26,8 @@ import jax
 import numpy as np
 from jax import lax
 from xdsl.context import Context
-from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Operation, SSAValue, Use
+from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType, i32
+from xdsl.ir import Block, Operation, Region, SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -525,6 +526,52 @@ class CaseInvariantResult(RewritePattern):
                     rewriter.replace_all_uses_with(result, value)
 
 
+@dataclass
+class OneRoundLoop(RewritePattern):
+    """A loop that runs one round is its body, run once on the init operands, as XLA's while-loop
+    simplifier inlines a loop of trip count 1; a loop that runs at most one round is a case on its
+    condition, tested once on the init operands: branch 0 hands them back, branch 1 runs the body.
+    Either way no value is carried round: a ring of slots, and a move into it, is what a result that
+    may be an init operand or a value the body computes (a branch handing on its operand) cost an
+    enclosing loop otherwise (random programs 22397, 36322, 42391). A condition is pure (JAX refuses
+    an effect in `cond_fun`), so testing it once, or not at all where the rounds are known, changes
+    no result."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, jx.WhileOp) or op.said_rounds not in ((1, None), (None, 1)) or jx.has_effect(op.cond):
+            return
+        if op.rounds is not None:
+            rewriter.replace(op, [], _inlined(rewriter, op.body.block, op.inits, InsertPoint.before(op)))
+            return
+        (test,) = _inlined(rewriter, op.cond.block, op.inits, InsertPoint.before(op))
+        primitive, params = _index_binding()
+        index = self.rebind.prim(primitive, params, [test], TensorType(i32, []), like=op)
+        rewriter.insert(index, InsertPoint.before(op))
+        body = Block()
+        rewriter.inline_block(op.body.block, InsertPoint.at_end(body), op.inits)
+        case = jx.CaseOp(index.res[0], [r.type for r in op.res], [Region(Block([jx.YieldOp(*op.inits)])), Region(body)])
+        case.location = op.location
+        rewriter.replace(op, case)
+
+
+def _inlined(rewriter: PatternRewriter, block: Block, args, where: InsertPoint) -> list[SSAValue]:
+    """Moves `block`'s ops to `where`, its arguments replaced by `args`; returns what it yielded."""
+    end = block.last_op
+    rewriter.inline_block(block, where, args)
+    values = list(end.operands)
+    rewriter.erase(end)
+    return values
+
+
+@functools.lru_cache(maxsize=None)
+def _index_binding():
+    """The primitive and bind parameters of a predicate's conversion to a case index, as JAX's `cond` binds it."""
+    (eqn,) = jax.make_jaxpr(lambda p: lax.convert_element_type(p, np.int32))(jax.ShapeDtypeStruct((), np.bool_)).eqns
+    return eqn.primitive, dict(eqn.params)
+
+
 MARKERS = frozenset({"nonbatchable", "nondifferentiable_backward", "nontraceable", "select_if_vmap"})
 """Equinox's primitives that only matter to `vmap` or `grad`: outside them each is its operand (the
 first after `select_if_vmap`'s predicate), and XLA sees them as that (`mlir.lower_fun` of the impl)."""
@@ -592,6 +639,7 @@ PATTERNS = (
     DropTransformMarkers,
     LoopInvariantResult,
     CaseInvariantResult,
+    OneRoundLoop,
 )
 """Every rewrite of `jx-canonicalize`, tried in this order on each op."""
 

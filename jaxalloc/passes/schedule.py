@@ -127,7 +127,7 @@ class _Dependences:
             for v in reads:
                 self.readers.setdefault(v, []).append(op)
             after = {self.index[v.owner] for v in reads}
-            if _has_effect(op):
+            if jx.has_effect(op):
                 if self.effects:
                     after.add(self.effects[-1])
                 self.effects.append(i)
@@ -148,10 +148,6 @@ def _reads(op: Operation) -> Iterator[SSAValue]:
             for v in inner.operands:
                 if not op.is_ancestor(v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()):
                     yield v
-
-
-def _has_effect(op: Operation) -> bool:
-    return any(isinstance(inner, jx.PrimOp) and inner.effect is not None for inner in op.walk())
 
 
 def traced(graph: _Dependences) -> list[Operation]:

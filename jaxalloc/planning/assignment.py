@@ -57,7 +57,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   they lie. A position whose next value may be any of several values of the body alive together
   (an inner loop that swaps them, a case that computes from one and hands it on in another
   branch) toggles among a slot for each and one more: the first free slot takes one of them, the
-  second free slot the next (`BlockPlan.spares`, `#mem.next<k, n>`), none where the current value is.
+  second free slot the next (`BlockPlan.spares`, `#mem.next<k, n>`), none where the current value is;
+  where such a value is a case result, the values its branches compute apart (a chain of cases in a
+  branch, one computing from another's result before its last read of it) take the free slots after
+  the result's (`BlockPlan.case_pools`).
   Where a case hands on an inner loop's result whose ring is one slot, that ring takes the first
   free slot (a ring in a next view is cut from it) and the case result's own memory the next.
   An inner loop's toggle ring of one position, of a loop that says how many rounds it runs, may lie
@@ -161,6 +164,9 @@ class BlockPlan:
     toggled_from: dict[SSAValue, list[SSAValue]] = field(default_factory=dict)
     """For each loop result in a toggle ring: the values it may be besides its slots (from outside the
     loop, init operands read in place, another position's ring that lends it one), read where they are."""
+    case_pools: dict[SSAValue, int] = field(default_factory=dict)
+    """Case results in a loop's next view whose branches compute values apart into the free slots of
+    its toggle ring past the result's own (`spares` of the branches' plans): the slots they take."""
     spares: dict[SSAValue, int] = field(default_factory=dict)
     """Values computed apart from another the same parent value may be, alive together, by value: in
     a loop body into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`), in a branch into
@@ -390,8 +396,9 @@ class _BlockPlanner:
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
             # a result that may be any of several values of the branch holds each in a slot of its own
-            # (`spares`), where it is in no parent's memory and the branch puts no ring there
-            pools, yielded = not any(r in self.dictated for r in op.res), dict(placed)
+            # (`spares`), where it is in no parent's memory and the branch puts no ring there; in a next
+            # view, each goes to a free slot of the toggle ring past the result's (`case_pools`)
+            pools, yielded = all(self.toggle_apart(self.dictated[r]) for r in op.res if r in self.dictated), dict(placed)
             while True:
                 placed = dict(yielded)  # the branch's planner adds the values it computes into results
                 branch_plan = _plan_block(block, self.options, set(), placed, set(),
@@ -402,6 +409,8 @@ class _BlockPlanner:
                 pools = False
             plans.append(branch_plan)
             for value, result in placed.items():
+                if result in self.dictated and result in pooled:  # further free slots of the parent's toggle ring
+                    self.plan.case_pools[result] = max(self.plan.case_pools.get(result, 1), pooled.pop(result))
                 # a loop's ring the branch yields is the result's memory, as many slots, each as
                 # large as the ring's (a slot may hold an inner loop's ring)
                 if result in branch_plan.placed_rings or result in pooled or result in branch_plan.ring_slots:
@@ -775,6 +784,11 @@ class _BlockPlanner:
         slot of the memory of a result of the case whose branch this is."""
         return self.pools and parent.owner is self.block.parent_op()
 
+    def toggle_apart(self, parent: SSAValue) -> bool:
+        """Whether `parent` is the next view of a carried position of the loop whose body this is, whose
+        toggle ring may take values this block's cases compute, each in a free slot of its own."""
+        return self.apart(parent) and isinstance(parent.owner, jx.WhileOp)
+
     def computed_apart(self, values: list[SSAValue], parent: SSAValue, past: int = 1) -> None:
         """`values` of this block that `parent` may be, alive together with the value computed into
         it: each into a slot of its own (`spares`), after those the others take: a free slot of a
@@ -789,7 +803,8 @@ class _BlockPlanner:
     def next_spare(self, parent: SSAValue, past: int) -> int:
         """The first slot of `parent`'s memory, from slot `past` on, past those its spares take
         (a ring there as many as its slots)."""
-        return max([past, *(n + max(self.ring_of(v), 1) for v, n in self.plan.spares.items() if self.dictated.get(v) is parent)])
+        return max([past, *(n + max(self.ring_of(v), 1) for v, n in self.plan.spares.items() if self.dictated.get(v) is parent),
+                    *(self.plan.spares.get(r, 0) + k for r, k in self.plan.case_pools.items() if self.dictated.get(r) is parent)])
 
     def holds_ring(self, value: SSAValue, group: list[SSAValue], repeat: int) -> bool:
         """Whether the parent value `value` is computed into may hold `group`'s ring of `repeat`
@@ -1080,6 +1095,10 @@ def _pool_sizes(plan: BlockPlan) -> dict[SSAValue, int]:
         parent = plan.placed_in.get(value)
         if parent is not None:
             sizes[parent] = max(sizes.get(parent, 1), n + _ring_length(plan, value))
+    for result, k in plan.case_pools.items():
+        parent = plan.placed_in.get(result)
+        if parent is not None:
+            sizes[parent] = max(sizes.get(parent, 1), plan.spare_slot(result) + k)
     return sizes
 
 
