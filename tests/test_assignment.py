@@ -646,7 +646,7 @@ def _loop_of_a_chain_of_cases(x, p):
     return lax.fori_loop(0, 3, body, x * 2)
 
 
-@pytest.mark.parametrize("p", [0, 1, 5])
+@pytest.mark.parametrize("p", [0, 5])
 def test_a_next_value_that_may_be_any_value_of_a_chain_of_cases_holds_each_in_a_free_slot_of_the_toggle_ring(p):
     """The loop's next value may be the third case's value or the second's, computed before the
     third's last read of it: the second's goes to the toggle ring's second free slot
