@@ -274,7 +274,7 @@ def test_random_programs_whose_loops_stop_at_a_count_plan_without_copies(seed):
 
 def _runs_without_copies(seed: int) -> None:
     """Random program `seed` gives jit's answers compiled, copying nothing, and its plan's static check
-    finds no copy within a few thousand units of work."""
+    finds no copy within 20,000 units of work."""
     program = random_program(seed)
     planned = check_random_program(program, mode="compiled", passes=DEFAULT_PASSES)
     found = planned.plan(*program.args, include_outputs=True).check()
