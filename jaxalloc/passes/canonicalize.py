@@ -8,7 +8,9 @@ product with its reciprocal, a reduction over dimensions of size 1 a reshape (a 
 result that is always its init operand that operand, a loop of one round its body (and one of at
 most one round a case, whose result carries nothing round). Each rewrite gives the values
 `jax.jit` gives (XLA rewrites the same way) and keeps a value alive longer only in place of a
-removed one at least as large, so no plan after it needs more memory.
+removed one at least as large, so no plan after it needs more memory; but for that case, whose
+result and branch values may be alive together where the loop's ring held them in turn (21 of
+random programs 0-50,399 plan a larger arena after it, 1,238 a smaller one).
 
 A rewrite that binds a primitive with new parameters adds a binding to the side table
 (`BindTable`) where there is one. IR read from text (`xdsl-opt`) has none: the rewritten op then
