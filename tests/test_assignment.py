@@ -699,6 +699,35 @@ def test_two_positions_that_take_each_other_s_values_both_toggle():
         assert check_program(fn, *args, mode=mode).last_run.copied_bytes == 0
 
 
+def _handed_one_of_its_carried_values(x, y, n):
+    """Each round picks one of the carried values, in one branch through an inner loop of at most
+    two rounds that hands the other on; position 1 takes position 0's."""
+
+    def body(i, carry):
+        a, b = carry
+        inner = lambda: lax.while_loop(lambda s: (s[0] < 2) & (jnp.sum(s[1]) > 0), lambda s: (s[0] + 1, a), (0, b))[1]
+        return lax.switch(i % 3, [inner, lambda: a, lambda: b]), a
+
+    a, b = lax.fori_loop(0, n, body, (x * 2, y + 1))
+    return a * b
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_positions_handed_only_carried_values_through_cases_and_inner_loops_keep_no_ring(n):
+    """No round computes either position's next value: the case and the inner loop only hand on
+    carried values. Both positions read what the body yields where it lies (`yielded`, no slots),
+    which is always one of the init operands. They were rings of computed values, a toggle ring of
+    three slots that was never written, and the checker's paths through them multiplied past its
+    budget (random program 31062, refused)."""
+    args = jnp.arange(4, dtype=jnp.float32) - 1, jnp.arange(4, dtype=jnp.float32), n
+    plan = jaxalloc.planned(_handed_one_of_its_carried_values).plan(*args, include_outputs=True)
+    assert plan.check().copies == ()
+    loop = next(op for op in plan.module.walk() if isinstance(op, jx.WhileOp))  # (counter, bound, a, b)
+    assert [(v.yielded.data, v.slots.data) for v in loop.attributes["mem.views"].data[2:]] == [(1, ())] * 2
+    for mode in ("checked", "compiled"):
+        assert check_program(_handed_one_of_its_carried_values, *args, mode=mode).last_run.copied_bytes == 0
+
+
 def _handed_a_value_in_another_position_s_free_slot(x):
     """Each round computes `u` from `q`; a branch hands `q`, `u` or a value it computes on to both
     positions, in different orders: `u` lies in a free slot of `q`'s toggle ring."""

@@ -505,6 +505,10 @@ class _BlockPlanner:
         args, yields, results = list(body.args), list(body.last_op.operands), list(op.res)
         computed = {v: k for k, v in reversed(list(enumerate(yields)))
                     if defined_in(v, body) and not isinstance(v, BlockArgument) and not _constant(v)}
+        # a case or loop result that only hands on carried values and values from outside: no round
+        # computes it, so the positions yielding it keep no ring, each a view of the values it may be
+        handed = _handed_yields(body, computed)
+        computed = {v: k for v, k in computed.items() if v not in handed}
         origins = _carry_origins(args, yields, computed)
         cycles = _rotation_cycles(args, yields)
         # Each computed position c starts a ring; its values reach position p after `delay` rounds.
@@ -569,7 +573,7 @@ class _BlockPlanner:
         lent = frozenset(args[c] for c in longest if c not in followers)
         # carried values that are never computed, only read where they lie (an init operand, a value
         # from outside the loop): another position's next value may be one of them, read there too
-        stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles) for k in range(len(args)) if k not in origins}
+        stable = {args[k]: _stable_values(k, args, yields, op.inits, cycles, handed) for k in range(len(args)) if k not in origins}
         # carried values of origins that other positions follow and of those positions, which another
         # position's next value may be: that origin then toggles around it (`_keepers`)
         borrowable = frozenset(origin_of) | {args[c] for c in followers}
@@ -1335,31 +1339,71 @@ def _inside(value: SSAValue, block: Block) -> bool:
     return False
 
 
-def _stable_values(k: int, args, yields, inits, cycles: dict) -> list[SSAValue]:
+def _stable_values(k: int, args, yields, inits, cycles: dict, handed: dict) -> list[SSAValue]:
     """The values a position that no round computes may hold: its init operand where it keeps it,
     those of its rotation (`_rotation_cycles`), or those it is handed (`_handed_on`)."""
     if yields[k] is args[k] or yields[k] is inits[k]:
         return [inits[k]]
     if k in cycles:
         return [inits[q] for q in cycles[k]]
-    return [inits[k], *_handed_on(k, args, yields, inits)]
+    return list(dict.fromkeys([inits[k], *_handed_on(k, args, yields, inits, handed)]))
 
 
-def _handed_on(k: int, args, yields, inits) -> list[SSAValue]:
+def _handed_on(k: int, args, yields, inits, handed: dict) -> list[SSAValue]:
     """The values a position handed what the body does not compute may hold after a round: those
-    yielded along the chain of positions passing values on (init operands read in place, values
-    from outside the loop, constants)."""
+    yielded along the positions passing values on, directly or through the cases and inner loops
+    of `handed` (`_handed_yields`): init operands read in place, values from outside the loop,
+    constants."""
     position = {a: j for j, a in enumerate(args)}
-    values, seen = [], {k}
-    value = yields[k]
-    while value in position:
-        j = position[value]
-        values.append(inits[j])
-        if j in seen:
-            return values
-        seen.add(j)
-        value = yields[j]
-    return [*values, value]
+    values, seen, todo = [], {k}, [yields[k]]
+    while todo:
+        for value in handed.get(v := todo.pop(), [v]):
+            if value not in position:
+                values.append(value)
+                continue
+            j = position[value]
+            values.append(inits[j])
+            if j not in seen:
+                seen.add(j)
+                todo.append(yields[j])
+    return values
+
+
+def _handed_yields(body: Block, computed: dict) -> dict[SSAValue, list[SSAValue]]:
+    """The yields of a loop body among `computed` that no round computes, each with the values it
+    may be: a case result or an inner loop result that only hands on the body's carried values and
+    values from outside the loop (`_hands_on`), where none of those carried values may be computed
+    in an earlier round (a position that computes, or is handed what one computes)."""
+    args, yields = list(body.args), list(body.last_op.operands)
+    handed = {v: found for v in computed if (found := _hands_on(v, body)) is not None}
+    computing: set[int] = set()
+    while more := {k for k, y in enumerate(yields) if k not in computing and (
+            (y in computed and y not in handed)
+            or any(a in args and args.index(a) in computing for a in handed.get(y, [y])))}:
+        computing |= more
+    return {v: found for v, found in handed.items() if not any(a in args and args.index(a) in computing for a in found)}
+
+
+def _hands_on(value: SSAValue, body: Block) -> list[SSAValue] | None:
+    """The values `value`, of loop body `body`, may be where every path hands one on unchanged:
+    the body's carried values and values from outside the loop, through the branches of cases and
+    the init operands and rounds of inner loops. None where some path computes it."""
+    found, todo, seen = [], [value], set()
+    while todo:
+        if (v := todo.pop()) in seen:
+            continue
+        seen.add(v)
+        if not _inside(v, body) or isinstance(v, BlockArgument) and v.block is body:
+            found.append(v)
+        elif isinstance(v, BlockArgument) and isinstance(loop := v.block.parent_op(), jx.WhileOp) and v.block is loop.body.block:
+            todo += [loop.inits[v.index], loop.body.block.last_op.operands[v.index]]
+        elif isinstance(v.owner, jx.WhileOp):
+            todo += [v.owner.inits[v.index], v.owner.body.block.last_op.operands[v.index]]
+        elif isinstance(v.owner, jx.CaseOp):
+            todo += [branch.block.last_op.operands[v.index] for branch in v.owner.branches]
+        else:
+            return None
+    return found
 
 
 def _rotation_cycles(args, yields) -> dict[int, tuple[int, ...]]:
