@@ -1168,6 +1168,24 @@ def test_a_branch_handing_back_its_operand_makes_the_result_a_view_not_a_copy():
     assert "mem.phi = [array<i64: 1>]" in str(jaxalloc.planned(pick).plan(True, jnp.ones((64, 64))).module)
 
 
+def test_a_case_result_every_branch_hands_on_from_outside_takes_no_memory():
+    """Each branch of the second case hands on a value from outside it, so its result is always
+    one of them, read where it lies: it takes no memory (it took a slot of its own that nothing
+    ever wrote, 64 of the 192 bytes here)."""
+    def pick(p, a, b):
+        c = lax.cond(p, lambda: a * 2, lambda: b + 1)
+        return lax.cond(p, lambda: c, lambda: b) * 3
+
+    args = True, jnp.arange(16, dtype=jnp.float32), jnp.ones(16)
+    plan = jaxalloc.planned(pick).plan(*args, include_outputs=True)
+    first, second = (op for op in plan.module.walk() if isinstance(op, jx.CaseOp))
+    assert "mem.slots" in first.attributes and "mem.slots" not in second.attributes
+    assert plan.arena_bytes == 128 and plan.check().copies == ()
+    for mode in ("checked", "compiled"):
+        for p in (True, False):
+            assert check_program(pick, p, *args[1:], mode=mode).last_run.copied_bytes == 0
+
+
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_a_value_a_branch_yields_twice_is_computed_into_the_result_the_loop_yields(mode):
     """Each branch yields one value as both case results; the body reads the first and yields the

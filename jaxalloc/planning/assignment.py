@@ -436,6 +436,7 @@ class _BlockPlanner:
                     twins.setdefault(result, []).extend(others)
         for k in range(len(op.res)):
             self.case_in_place(index, op, k, plans, viewed[k])
+            self.case_views_only(op, k, viewed[k])
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in viewed]
         for result, views in zip(op.res, viewed):
@@ -456,6 +457,16 @@ class _BlockPlanner:
                         own = [result, *(v for v in own if v is not ringed[0])]
                     self.computed_apart(own, parent)
         self.temporaries.append((op, max(p.size for p in plans), index))
+
+    def case_views_only(self, op: jx.CaseOp, k: int, viewed: dict[int, set]) -> None:
+        """A result that every branch makes a view of a value from outside the case is always one
+        of them, read where it lies: it needs no memory of its own (unless it lies in a parent's
+        memory, or took a value's buffer in place)."""
+        result = op.res[k]
+        if (len(viewed) == len(op.branches) and all(handed and None not in handed for handed in viewed.values())
+                and result not in self.dictated and result not in self.rings
+                and self.members.get(self.merge.find(result), [result]) == [result]):
+            self.views_only.add(result)
 
     def handed_through(self, handed: list[SSAValue]) -> list[SSAValue]:
         """`handed`, and the values each case result among them may in turn be handed (an earlier
