@@ -218,7 +218,7 @@ class _Converter:
             new = self.inline_call(b, body_jaxpr, [*body_consts, *b.args])
             return [self.glue(b, _select_lanes, pred, n, old)[0] for n, old in zip(new, b.args, strict=True)]
 
-        rounds, at_most = (None, None) if batched else counted_rounds(eqn, lambda k: most_value(inits[k], self.table))
+        rounds, at_most = (None, None) if batched else counted_rounds(eqn, lambda i: most_value(args[i], self.table))
         if 0 in (rounds, at_most):  # no round runs: the loop hands back its init operands, as a scan of length 0
             return inits
         op = jx.WhileOp(inits, self.region(types, cond), self.region(types, body), rounds, at_most)
@@ -310,9 +310,10 @@ def counted_rounds(eqn: core.JaxprEqn, most_of: Callable[[int], int | None]) -> 
     """The rounds of a `while_loop` that counts a carried integer up by one from a constant while it
     is less than a constant (what a `fori_loop` with constant bounds that is not a scan becomes), or
     the most it can run where such comparisons are operands of the condition's `and`s (a loop that
-    also stops on a value it computes) or compare with a carried value the body keeps, of which
-    `most_of(k)` (k: its position) knows the most: `(rounds, None)`, `(None, at_most)` or
-    `(None, None)`, where only running the loop tells."""
+    also stops on a value it computes) or compare with a carried value the body keeps or a value the
+    condition computes, of whose operands from outside `most_of(i)` (i: the index of the operand of
+    `eqn`) knows the most: `(rounds, None)`, `(None, at_most)` or `(None, None)`, where only running
+    the loop tells."""
     cond = eqn.params["cond_jaxpr"].jaxpr
     made = {v: e for e in cond.eqns for v in e.outvars}
     bounds, exact, pending = [], False, [cond.outvars[0]]
@@ -336,27 +337,49 @@ def _counted(eqn: core.JaxprEqn, test: core.JaxprEqn | None, most_of: Callable[[
              ) -> tuple[int, bool] | None:
     """The most rounds a `while_loop` can run while `test`, an equation of its condition, holds, and
     whether it runs that many: where `test` is `lt(carried, bound)` and the body adds a constant 1 to
-    that carried integer, which starts at a constant, and `bound` is a constant or a carried value
-    the body keeps (then only the most is known)."""
+    that carried integer, which starts at a constant, and `bound` is a constant (then it runs that
+    many), or a carried value the body keeps, a value from outside, or one the condition computes
+    from those (`jnp.clip(n, 0, 3)`), whose most `most_of` tells."""
     p = eqn.params
     cond, body = p["cond_jaxpr"].jaxpr, p["body_jaxpr"].jaxpr
-    carried, kept = cond.invars[p["cond_nconsts"] :], body.invars[p["body_nconsts"] :]
+    consts, carried = cond.invars[: p["cond_nconsts"]], cond.invars[p["cond_nconsts"] :]
+    kept, first_init = body.invars[p["body_nconsts"] :], p["cond_nconsts"] + p["body_nconsts"]
     if test is None or test.primitive.name != "lt" or test.invars[0] not in carried:
         return None
     counter, bound = test.invars
     k = carried.index(counter)
-    if isinstance(bound, core.Literal):
-        most = _integer(bound)
-    elif bound in carried and body.outvars[(j := carried.index(bound))] is kept[j]:
-        most = most_of(j)
-    else:
-        return None
-    start = _integer(eqn.invars[p["cond_nconsts"] + p["body_nconsts"] + k])
+
+    def most_of_input(var) -> int | None:
+        if var in consts:
+            return most_of(consts.index(var))
+        j = carried.index(var)
+        return most_of(first_init + j) if j != k and body.outvars[j] is kept[j] else None
+
+    most, start = _most_in(cond, bound, most_of_input), _integer(eqn.invars[first_init + k])
     step = next((e for e in body.eqns if body.outvars[k] in e.outvars), None)
     if (most is None or start is None or step is None or step.primitive.name != "add"
             or step.invars[0] is not kept[k] or _integer(step.invars[1]) != 1):
         return None
     return max(0, most - start), isinstance(bound, core.Literal)
+
+
+def _most_in(jaxpr: core.Jaxpr, atom, most_of_input: Callable) -> int | None:
+    """The most an integer scalar `atom` of `jaxpr` can be, where its equations tell (`_most_of`,
+    through inlined calls such as `jnp.clip`'s), from the most of its inputs (`most_of_input`)."""
+    made = {v: e for e in jaxpr.eqns for v in e.outvars}
+
+    def most(a) -> int | None:
+        if isinstance(a, core.Literal):
+            return _integer(a)
+        if (e := made.get(a)) is None:
+            return most_of_input(a) if a in jaxpr.invars else None
+        if e.primitive.name in _INLINED_JAXPR_PARAM:
+            inner = e.params[_INLINED_JAXPR_PARAM[e.primitive.name]]
+            inner = getattr(inner, "jaxpr", inner)
+            return _most_in(inner, inner.outvars[e.outvars.index(a)], lambda v: most(e.invars[inner.invars.index(v)]))
+        return _most_of(e.primitive.name, e.invars, most, e.invars[0].aval.dtype, a.aval.dtype) if e.invars else None
+
+    return most(atom)
 
 
 def _integer(atom) -> int | None:
@@ -374,26 +397,27 @@ def most_value(value: SSAValue, table: BindTable) -> int | None:
     if isinstance(op, jx.ConstOp):
         array = np.asarray(table[op.key.data])
         return int(array) if array.shape == () and np.issubdtype(array.dtype, np.integer) else None
-    if not isinstance(op, jx.PrimOp):
+    if not isinstance(op, jx.PrimOp) or not op.operands:
         return None
-    name = op.primitive.data
+    return _most_of(op.primitive.data, op.operands, lambda v: most_value(v, table),
+                    dtype_of(op.operands[0].type.element_type), dtype_of(value.type.element_type))
+
+
+def _most_of(name: str, operands, most: Callable, source, target) -> int | None:
+    """The most of an integer result of primitive `name`, from the most of its operands (`most`):
+    the least of a `min` of known ones, the greatest of a `max`, the upper bound of a `clamp`, an
+    integer conversion (dtype `source` to `target`) that cannot wrap."""
     if name == "min":
-        known = [m for v in op.operands if (m := most_value(v, table)) is not None]
-        return min(known, default=None)
+        return min((m for v in operands if (m := most(v)) is not None), default=None)
     if name == "max":
-        known = [most_value(v, table) for v in op.operands]
+        known = [most(v) for v in operands]
         return None if None in known else max(known)
     if name == "clamp":
-        return most_value(op.operands[2], table)
-    if name == "convert_element_type" and _never_wraps(op.operands[0].type, value.type):
-        return most_value(op.operands[0], table)
+        return most(operands[2])
+    if (name == "convert_element_type" and np.issubdtype(source, np.integer) and np.issubdtype(target, np.integer)
+            and np.can_cast(source, target, casting="safe")):
+        return most(operands[0])
     return None
-
-
-def _never_wraps(source, target) -> bool:
-    """Whether converting integers of type `source` to `target` keeps every value."""
-    dtypes = [dtype_of(t.element_type) for t in (source, target)]
-    return all(np.issubdtype(d, np.integer) for d in dtypes) and np.can_cast(*dtypes, casting="safe")
 
 
 def scan_counts(params: dict) -> tuple[int, int]:

@@ -78,6 +78,21 @@ print(jaxalloc.planned(count_to_clipped, passes=("jx-dce",)).lower(jnp.ones(4), 
 # CHECK:         jx.while({{.*}}) : ({{.*}}) -> ({{.*}}) cond {
 
 
+# A while_loop whose condition computes its bound from values from outside (`jnp.clip`, an inlined
+# call of `min`, `max` and conversions) says the most rounds it can run too.
+def count_to_a_bound_it_computes(x, n):
+    _, y = lax.while_loop(lambda s: s[0] < jnp.clip(n, 0, 3), lambda s: (s[0] + 1, s[1] * 2.0), (0, x))
+    _, z = lax.while_loop(lambda s: s[0] < jnp.maximum(n, 2), lambda s: (s[0] + 1, s[1] * 2.0), (0, y))
+    return z
+
+
+print(jaxalloc.planned(count_to_a_bound_it_computes, passes=("jx-dce",)).lower(jnp.ones(4), 3))
+
+# CHECK-LABEL: jx.func @count_to_a_bound_it_computes(%a: tensor<4xf32>, %b: tensor<i32>) -> tensor<4xf32>
+# CHECK:         jx.while({{.*}}) : ({{.*}}) -> ({{.*}}) at_most 3 cond {
+# CHECK:         jx.while({{.*}}) : ({{.*}}) -> ({{.*}}) cond {
+
+
 # A result that is always a value from before the loop is that value: a carry the body keeps, a
 # swap run a known number of rounds, a value from outside the loop handed to a position.
 def handed_back(x, y, n):
