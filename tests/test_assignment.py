@@ -906,11 +906,26 @@ def test_a_plan_the_checker_gives_up_on_is_planned_again_without_inner_toggle_ri
     assert inside.check().copies
 
 
+def test_a_plan_the_checker_gives_up_on_again_is_planned_without_values_apart_in_a_toggle_ring(monkeypatch):
+    """Past `POOLED_CHECK_BUDGET` as well, the loop is planned once more without the chain's values
+    in further free slots of its toggle ring (`pools`; random program 29636's paths multiplied with
+    their places past `LAST_CHECK_BUDGET`): that plan copies them into the ring where a round takes
+    the chain's path, and runs right."""
+    args = jnp.arange(6, dtype=jnp.int32).reshape(2, 3), 0
+    monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
+    monkeypatch.setattr(assign_pass, "POOLED_CHECK_BUDGET", 0)
+    plan = jaxalloc.planned(_loop_of_a_chain_of_cases).plan(*args, include_outputs=True)
+    assert "#mem.next<2, 1>" not in str(plan.module) and plan.check().copies
+    for p in (0, 5):
+        check_program(_loop_of_a_chain_of_cases, args[0], p, mode="compiled")
+
+
 def test_a_plan_the_checker_gives_up_on_to_the_end_is_not_used(monkeypatch):
     """Past `LAST_CHECK_BUDGET` too, planning stops with a one-line error that says what to do
     (random program 23940's check had not ended after 14 GB of memory)."""
     fn, args = _toggling_in_a_case_of_a_loop("known"), _TOGGLING_ARGS
     monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
+    monkeypatch.setattr(assign_pass, "POOLED_CHECK_BUDGET", 0)
     monkeypatch.setattr(assign_pass, "LAST_CHECK_BUDGET", 0)
     with pytest.raises(UnsupportedProgramError, match="gave up on the plan of @fn after 0 units of work.*mode='eager'"):
         jaxalloc.planned(fn).plan(*args)

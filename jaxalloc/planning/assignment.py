@@ -203,11 +203,14 @@ class _Options:
     without them."""
     kept_loans: bool = True
     """Lenders that toggle around the values their borrowers may keep for good (`_keepers`)."""
+    pools: bool = True
+    """Values a loop body may hand on as its next value, alive together, each in a free slot of a
+    toggle ring (`apart`): with them, the checker's paths can multiply with the place of each."""
 
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
                   donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True,
-                  kept_loans: bool = True) -> BlockPlan:
+                  kept_loans: bool = True, pools: bool = True) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -215,7 +218,7 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
     to their last use and written there when the function is called: later values and outputs
     may take their bytes, an elementwise op or update computed in place into one where it dies."""
-    options = _Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans)
+    options = _Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
@@ -588,7 +591,7 @@ class _BlockPlanner:
         # carried values of origins that other positions follow and of those positions, which another
         # position's next value may be: that origin then toggles around it (`_keepers`)
         borrowable = frozenset(origin_of) | {args[c] for c in followers}
-        pools = True
+        pools = self.options.pools
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = _plan_block(body, self.options, set(), dict(dictated), set(foldable), aliases, holders,
