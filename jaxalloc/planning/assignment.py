@@ -1388,14 +1388,14 @@ def _handed_yields(body: Block, computed: dict) -> dict[SSAValue, list[SSAValue]
     may be: a case result or an inner loop result that only hands on the body's carried values and
     values from outside the loop (`_hands_on`), where none of those carried values may be computed
     in an earlier round (a position that computes, or is handed what one computes)."""
-    args, yields = list(body.args), list(body.last_op.operands)
+    position = {a: j for j, a in enumerate(body.args)}
+    yields = list(body.last_op.operands)
     handed = {v: found for v in computed if (found := _hands_on(v, body)) is not None}
     computing: set[int] = set()
     while more := {k for k, y in enumerate(yields) if k not in computing and (
-            (y in computed and y not in handed)
-            or any(a in args and args.index(a) in computing for a in handed.get(y, [y])))}:
+            (y in computed and y not in handed) or any(position.get(a) in computing for a in handed.get(y, [y])))}:
         computing |= more
-    return {v: found for v, found in handed.items() if not any(a in args and args.index(a) in computing for a in found)}
+    return {v: found for v, found in handed.items() if not any(position.get(a) in computing for a in found)}
 
 
 def _hands_on(value: SSAValue, body: Block) -> list[SSAValue] | None:
