@@ -291,6 +291,17 @@ def test_random_programs_with_loops_of_at_most_one_round_run_without_copies(seed
     _runs_without_copies(seed)
 
 
+@pytest.mark.parametrize("seed", [6800, 31062])
+def test_random_programs_whose_loops_only_hand_values_on_or_count_to_a_bound_they_compute_run_without_copies(seed):
+    """31062's outer loop only ever holds its init operands, handed round through a case and an
+    inner loop: planned as rings of computed values, its check gave up at `LAST_CHECK_BUDGET`, and it
+    had no plan. 6800's inner loop counts to `jnp.clip(n, 0, 1)`, computed in its condition: read as
+    a loop of unknown rounds, a branch yielded its result where the case result was not (a copy the
+    checker listed). Now no round computes the first's positions (no ring), and the second is a loop
+    of at most one round, a case."""
+    _runs_without_copies(seed)
+
+
 def test_the_static_checker_widens_many_guards_into_few_that_allow_every_path_and_keep_old_regions_apart():
     """Past `groups` guards of one instance (each of `REFINED_GROUPS`), `_widened` keeps at most that
     many, which allow every path the guards did; grouped by the oldest regions, an inner loop's exit
