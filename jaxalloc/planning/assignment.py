@@ -439,7 +439,7 @@ class _BlockPlanner:
                     twins.setdefault(result, []).extend(others)
         for k in range(len(op.res)):
             self.case_in_place(index, op, k, plans, viewed[k])
-            self.case_views_only(op, k, viewed[k])
+            self.case_views_only(op, k)
         self.plan.regions[op] = (0, plans)
         self.plan.phis[op] = [tuple(v) for v in viewed]
         for result, views in zip(op.res, viewed):
@@ -461,12 +461,14 @@ class _BlockPlanner:
                     self.computed_apart(own, parent)
         self.temporaries.append((op, max(p.size for p in plans), index))
 
-    def case_views_only(self, op: jx.CaseOp, k: int, viewed: dict[int, set]) -> None:
-        """A result that every branch makes a view of a value from outside the case is always one
-        of them, read where it lies: it needs no memory of its own (unless it lies in a parent's
-        memory, or took a value's buffer in place)."""
+    def case_views_only(self, op: jx.CaseOp, k: int) -> None:
+        """A result that every branch hands a value from outside the case (or a constant) is always
+        one of them, read where it lies: it needs no memory of its own (unless it lies in a parent's
+        memory, or took a value's buffer in place). A branch that yields a value of its own (a
+        loop's, a case's) may compute into the result's memory."""
         result = op.res[k]
-        if (len(viewed) == len(op.branches) and all(handed and None not in handed for handed in viewed.values())
+        yields = [branch.block.last_op.operands[k] for branch in op.branches]
+        if (all(_constant(v) or not _inside(v, branch.block) for v, branch in zip(yields, op.branches))
                 and result not in self.dictated and result not in self.rings
                 and self.members.get(self.merge.find(result), [result]) == [result]):
             self.views_only.add(result)
