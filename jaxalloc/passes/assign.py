@@ -102,7 +102,7 @@ POOLED_CHECK_BUDGET = 20_000_000
 before it is planned once more without values handed on apart in free slots of toggle rings
 (`pools`): the places of those slots multiply the paths too (random program 29636, once an inner
 loop of at most one round became a case: past `LAST_CHECK_BUDGET`, where without them 21,964
-units). The most that an accepted plan of random programs 0-50,399 takes is 5.6 million (2075)."""
+units). The most an accepted plan of random programs 0-50,399 takes is 2.5 million (16971)."""
 
 LAST_CHECK_BUDGET = 200_000_000
 """Work past which the checker gives up on the plan it checks to the end (some one or two minutes
