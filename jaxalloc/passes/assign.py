@@ -133,24 +133,21 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
     Returns the function planned, its plan and what the checker found."""
     options = {"allocator": allocator, "alignment": alignment, "include_outputs": include_outputs, "donated": donated}
     plan = _annotated(func, **options)
-    try:
-        found = check_planned(func, CHECK_BUDGET)
-    except OverBudget:
+    found = _within(func, CHECK_BUDGET)
+    if found is None:
         if _multiplying_toggles(func):
             options.update(nested_toggles=False, kept_loans=False)
             plan = _annotated(func, **options)
-        try:
-            found = check_planned(func, POOLED_CHECK_BUDGET)
-        except OverBudget:
-            options.update(pools=False)
-            plan = _annotated(func, **options)
-            try:
-                found = check_planned(func, LAST_CHECK_BUDGET)
-            except OverBudget:
-                raise UnsupportedProgramError(
-                    f"the static plan checker gave up on the plan of @{func.sym_name.data} after {LAST_CHECK_BUDGET:,} "
-                    "units of work, so it is not used: run the function with mode='eager', or report the program"
-                ) from None
+        found = _within(func, POOLED_CHECK_BUDGET)
+    if found is None:
+        options.update(pools=False)
+        plan = _annotated(func, **options)
+        found = _within(func, LAST_CHECK_BUDGET)
+    if found is None:
+        raise UnsupportedProgramError(
+            f"the static plan checker gave up on the plan of @{func.sym_name.data} after {LAST_CHECK_BUDGET:,} "
+            "units of work, so it is not used: run the function with mode='eager', or report the program"
+        )
     if not found.copies:
         return func, plan, found
     other = func.clone()
@@ -166,6 +163,14 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
         func.detach()
         func.erase()
     return other, other_plan, other_found
+
+
+def _within(func: jx.FuncOp, budget: int) -> PlanCheck | None:
+    """What the checker finds on `func`'s plan; None where it works past `budget` first."""
+    try:
+        return check_planned(func, budget)
+    except OverBudget:
+        return None
 
 
 def _multiplying_toggles(func: jx.FuncOp) -> bool:

@@ -1409,12 +1409,12 @@ def _hands_on(value: SSAValue, body: Block) -> list[SSAValue] | None:
         if (v := todo.pop()) in seen:
             continue
         seen.add(v)
+        loop = v.block.parent_op() if isinstance(v, BlockArgument) else v.owner
         if not _inside(v, body) or isinstance(v, BlockArgument) and v.block is body:
             found.append(v)
-        elif isinstance(v, BlockArgument) and isinstance(loop := v.block.parent_op(), jx.WhileOp) and v.block is loop.body.block:
+        elif isinstance(loop, jx.WhileOp) and (not isinstance(v, BlockArgument) or v.block is loop.body.block):
+            # an inner loop's carried value or result: its init operand, or what its body yields there
             todo += [loop.inits[v.index], loop.body.block.last_op.operands[v.index]]
-        elif isinstance(v.owner, jx.WhileOp):
-            todo += [v.owner.inits[v.index], v.owner.body.block.last_op.operands[v.index]]
         elif isinstance(v.owner, jx.CaseOp):
             todo += [branch.block.last_op.operands[v.index] for branch in v.owner.branches]
         else:
