@@ -32,7 +32,10 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   ring is the enclosing loop's next view of its position 1, cut into as many equal slots, for an
   inner loop whose result the body yields there: the ring moves with the enclosing loop's rounds.
   `#mem.views<initial = [1], yielded, slots = [#mem.next<2>]>`: such a ring that toggles.
-- `#mem.arena<bytes = 65536>`: the arena size of a planned function.
+- `#mem.arena<bytes = 65536>`: the arena size of a planned function whose outputs lie outside it
+  (as XLA's): a value it computes may lie outside the arena only where the function may return it.
+  `#mem.arena<bytes = 65536, outputs>`: an arena that holds the outputs too, so that every value
+  the function computes lies in it.
 """
 
 from __future__ import annotations
@@ -239,22 +242,28 @@ class ViewsAttr(ParametrizedAttribute):
 
 @irdl_attr_definition
 class ArenaAttr(ParametrizedAttribute):
-    """The size in bytes of a planned function's arena."""
+    """The size in bytes of a planned function's arena, and whether it holds the outputs."""
 
     name = "mem.arena"
 
     bytes: IntAttr
+    outputs: IntAttr
+    """1 where the outputs lie in the arena: then no computed value may lie outside it."""
 
-    def __init__(self, size: int):
-        super().__init__(IntAttr(size))
+    def __init__(self, size: int, outputs: bool = False):
+        super().__init__(IntAttr(size), IntAttr(int(outputs)))
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            return (IntAttr(_parse_keyword_int(parser, "bytes")),)
+            size = _parse_keyword_int(parser, "bytes")
+            outputs = parser.parse_optional_punctuation(",") is not None
+            if outputs:
+                parser.parse_keyword("outputs")
+        return (IntAttr(size), IntAttr(int(outputs)))
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<bytes = {self.bytes.data}>")
+        printer.print_string(f"<bytes = {self.bytes.data}{', outputs' if self.outputs.data else ''}>")
 
 
 MEM = Dialect("mem", [], [SlotAttr, ViewsAttr, NextAttr, ArenaAttr])

@@ -505,6 +505,29 @@ def test_a_plan_that_leaves_a_slot_outside_the_arena_is_refused():
         check_planned(func)
 
 
+@pytest.mark.parametrize("include_outputs", [True, False])
+def test_a_plan_that_computes_a_value_outside_the_arena_is_refused_unless_the_function_may_return_it(include_outputs):
+    """A value without a slot is computed outside the arena, which would run right while the arena
+    understates the memory taken: only an output outside the arena, and what is computed in place of
+    it, may be there."""
+    fn = lambda x, w: jnp.cos(jnp.sin(x) @ w)
+    args = jnp.ones((16, 8)), jnp.ones((8, 16))
+    plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args, include_outputs=include_outputs)
+    func = next(iter(plan.module.ops))
+    assert func.attributes["mem.arena"].outputs.data == include_outputs
+    ops = {op.primitive.data: op for op in func.walk() if isinstance(op, jx.PrimOp)}
+    check_planned(func)
+    ops["cos"].attributes.pop("mem.slot", None)
+    if include_outputs:
+        with pytest.raises(jaxalloc.PlanViolation, match=r"%\w+ \(cos .*\) has no slot, so it is computed outside the arena, which holds"):
+            check_planned(func)
+    else:
+        check_planned(func)  # the output
+    del ops["sin"].attributes["mem.slot"]
+    with pytest.raises(jaxalloc.PlanViolation, match=r"\(sin .*\) has no slot, so it is computed outside the arena"):
+        check_planned(func)
+
+
 @pytest.mark.parametrize("rounds", [0, 1, 2, 3, 4])
 def test_swaps_and_rotations_of_carries_copy_nothing(rounds):
     def swap(x, n):

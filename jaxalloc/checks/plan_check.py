@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import YIELDED, ArenaAttr, NextAttr, SlotAttr, ViewsAttr
@@ -422,6 +422,7 @@ def check_planned(func: jx.FuncOp, budget: float = math.inf) -> PlanCheck:
     arena = func.attributes.get("mem.arena")
     if not isinstance(arena, ArenaAttr):
         raise PlanViolation(f"@{func.sym_name.data} has no plan: run jx-assign-buffers first")
+    _check_unplaced(func, arena.outputs.data)
     spent = 0
     for groups in (None, *REFINED_GROUPS[:-1]):
         walk = _Walk(func, arena.bytes.data, groups, budget - spent)
@@ -433,6 +434,62 @@ def check_planned(func: jx.FuncOp, budget: float = math.inf) -> PlanCheck:
         spent += walk.memory.work
     found = _Walk(func, arena.bytes.data, REFINED_GROUPS[-1], budget - spent).run()
     return replace(found, work=spent + found.work)
+
+
+def _check_unplaced(func: jx.FuncOp, outputs_inside: bool) -> None:
+    """Every value an op computes has a slot in the arena, but where the arena holds no outputs, those
+    the function may return (`_returnable`): the walk reads a value without a slot as one outside
+    the arena, so a plan that left a computed value out would run, and its arena would understate
+    the memory the function takes."""
+    returnable = set() if outputs_inside else _returnable(func)
+    pending = [func.body.block]
+    while pending:
+        for op in pending.pop().ops:
+            if isinstance(op, (jx.WhileOp, jx.CaseOp)):
+                pending.extend(region.block for region in op.regions)
+            elif not isinstance(op, (jx.ConstOp, jx.YieldOp)) and not reinterprets(op):
+                for k, value in enumerate(op.results):
+                    if byte_size(value.type) and not _placed(op, k) and value not in returnable:
+                        raise PlanViolation(
+                            f"invalid plan of @{func.sym_name.data}: {value_name(value)} ({value_label(value)}) has "
+                            "no slot, so it is computed outside the arena, "
+                            + ("which holds the function's outputs" if outputs_inside else
+                               "and the function does not return it")
+                        )
+
+
+def _placed(op: Operation, k: int) -> bool:
+    """Whether result `k` of `op` has a place in the arena: a slot, or a toggle ring's (`#mem.next`)."""
+    slots = op.attributes.get("mem.slots")
+    place = slots.data[k] if isinstance(slots, ArrayAttr) and k < len(slots.data) else (
+        op.attributes.get("mem.slot") if k == 0 and len(op.results) == 1 else None)
+    return isinstance(place, NextAttr) or (isinstance(place, SlotAttr) and place.size.data > 0)
+
+
+def _returnable(func: jx.FuncOp) -> set[SSAValue]:
+    """The values that may lie in an output's memory outside the arena: the outputs, and through
+    values without a place, the operands of their size they may be computed in place of, the values
+    a case's branches yield at its result, a loop's init operands, carried values and yields at its
+    position."""
+    found: set[SSAValue] = set()
+    pending = list(func.body.block.last_op.operands)
+    while pending:
+        value = pending.pop()
+        if value in found:
+            continue
+        found.add(value)
+        if isinstance(value, BlockArgument):
+            continue
+        op, k = value.owner, value.index
+        if _placed(op, k):
+            continue
+        if isinstance(op, jx.CaseOp):
+            pending.extend(branch.block.last_op.operands[k] for branch in op.branches)
+        elif isinstance(op, jx.WhileOp):
+            pending += [op.inits[k], op.body.block.args[k], op.body.block.last_op.operands[k]]
+        else:
+            pending.extend(v for v in op.operands if byte_size(v.type) == byte_size(value.type))
+    return found
 
 
 class _Walk:

@@ -192,15 +192,15 @@ def _annotated(func: jx.FuncOp, **options) -> BlockPlan:
         for name in ANNOTATIONS:
             op.attributes.pop(name, None)
     plan = plan_function(func, **options)
-    annotate(func, plan)
+    annotate(func, plan, options["include_outputs"])
     return plan
 
 
-def annotate(func: jx.FuncOp, plan: BlockPlan) -> None:
+def annotate(func: jx.FuncOp, plan: BlockPlan, include_outputs: bool = False) -> None:
     """Write a function's plan onto its IR as `mem` attributes; where the plan holds donated
     arguments, `mem.args` gives each argument's slot (size 0: outside the arena), where the call
     writes it."""
-    func.attributes["mem.arena"] = ArenaAttr(plan.size)
+    func.attributes["mem.arena"] = ArenaAttr(plan.size, include_outputs)
     _annotate(func.body.block, plan, 0, {}, {})
     args = {v: SlotAttr(b.offset, b.slot_size) for b in plan.buffers for v in b.values if isinstance(v, BlockArgument)}
     if args:
@@ -269,9 +269,10 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
             for source in body.may_be.get(value, ()):  # a loop result's value the body computes there
                 if body.placed_in.get(source) is op.results[c] and not isinstance(source, BlockArgument):
                     roots.setdefault(body.roots[source], c)
-    for spare in body.spares:  # values in further free slots of a toggle ring
-        if body.placed_in.get(spare) in op.results:
-            roots.setdefault(body.roots[spare], op.results.index(body.placed_in[spare]))
+    # values in further free slots of a toggle ring, and inner loops' rings of one slot in its first
+    for value, parent in body.placed_in.items():
+        if parent in op.results and (value in body.spares or isinstance(value.owner, jx.WhileOp)):
+            roots.setdefault(body.roots[value], op.results.index(parent))
     # an inner loop's ring of several slots: the values after the loop are in whichever slot, read in place
     rings = {body.roots[r]: r.owner for r in body.roots
              if isinstance(r.owner, jx.WhileOp) and body.carries[r.owner][r.owner.results.index(r)].repeat > 1}

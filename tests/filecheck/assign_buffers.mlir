@@ -26,7 +26,7 @@ builtin.module {
 // VERIFIED: mem.arena = #mem.arena<bytes = 1024>
 
 // With the outputs in the arena, b and c conflict (b is read by the matmul that makes c).
-// OUTPUTS:      mem.arena = #mem.arena<bytes = 2048>
+// OUTPUTS:      mem.arena = #mem.arena<bytes = 2048, outputs>
 // OUTPUTS:      %b = jx.prim "tanh"[1](%a) attributes {mem.slot = #mem.slot<offset = [[B:[0-9]+]], size = 1024>}
 // OUTPUTS-NEXT: %c = jx.prim "dot_general"[2](%b, %w) attributes {mem.slot = #mem.slot<offset = [[C:[0-9]+]], size = 1024>}
 // OUTPUTS-NEXT: %d = jx.prim "reshape"[3](%c) attributes {mem.slot = #mem.slot<offset = [[C]], size = 1024>}

@@ -31,7 +31,7 @@ builtin.module {
 // CHECK-NEXT: jx.yield %r
 
 // Only %h and the fused result are planned: the sum cannot take %h's place (it is smaller).
-// PLANNED:      mem.arena = #mem.arena<bytes = 576>
+// PLANNED:      mem.arena = #mem.arena<bytes = 576, outputs>
 // PLANNED:      %h = jx.prim "dot_general"[0](%x, %w) attributes {mem.slot = #mem.slot<offset = 0, size = 512>}
 // PLANNED:      %r = "jx.fused"(%c, %h) ({
 // PLANNED-NOT:  mem.slot
