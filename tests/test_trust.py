@@ -528,6 +528,28 @@ def test_a_plan_that_computes_a_value_outside_the_arena_is_refused_unless_the_fu
         check_planned(func)
 
 
+def test_values_outside_an_arena_without_the_outputs_are_those_in_an_output_s_memory():
+    """With the outputs outside the arena, an op computes in place of one operand at most, and a
+    loop's ring in the arena holds what its body computes: a second operand without a slot, or a
+    body's value without one, is refused."""
+    def two_products(x, w):
+        a = x @ w
+        return a + jnp.tanh(a) @ w
+
+    def loop(x, w):
+        return lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v @ w), x)
+
+    args = jnp.ones((16, 16)) * 0.1, jnp.ones((16, 16)) * 0.1
+    for fn in (two_products, loop):
+        plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args)
+        func = next(iter(plan.module.ops))
+        check_planned(func)
+        dots = [op for op in func.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "dot_general"]
+        dots[-1].attributes.pop("mem.slot")
+        with pytest.raises(jaxalloc.PlanViolation, match=r"\(dot_general .*\) has no slot, so .* not an output"):
+            check_planned(func)
+
+
 @pytest.mark.parametrize("rounds", [0, 1, 2, 3, 4])
 def test_swaps_and_rotations_of_carries_copy_nothing(rounds):
     def swap(x, n):

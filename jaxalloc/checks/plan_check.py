@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, Operation, OpResult, SSAValue
 
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import YIELDED, ArenaAttr, NextAttr, SlotAttr, ViewsAttr
@@ -437,59 +437,124 @@ def check_planned(func: jx.FuncOp, budget: float = math.inf) -> PlanCheck:
 
 
 def _check_unplaced(func: jx.FuncOp, outputs_inside: bool) -> None:
-    """Every value an op computes has a slot in the arena, but where the arena holds no outputs, those
-    the function may return (`_returnable`): the walk reads a value without a slot as one outside
-    the arena, so a plan that left a computed value out would run, and its arena would understate
-    the memory the function takes."""
+    """Every value an op computes has a place in the arena, but where the arena holds no outputs, those
+    that lie in an output's memory (`_returnable`): the walk reads a value without a place as one
+    outside the arena, so a plan that left a computed value out would run, and its arena would
+    understate the memory the function takes."""
     returnable = set() if outputs_inside else _returnable(func)
     pending = [func.body.block]
     while pending:
         for op in pending.pop().ops:
             if isinstance(op, (jx.WhileOp, jx.CaseOp)):
                 pending.extend(region.block for region in op.regions)
-            elif not isinstance(op, (jx.ConstOp, jx.YieldOp)) and not reinterprets(op):
-                for k, value in enumerate(op.results):
-                    if byte_size(value.type) and not _placed(op, k) and value not in returnable:
-                        raise PlanViolation(
-                            f"invalid plan of @{func.sym_name.data}: {value_name(value)} ({value_label(value)}) has "
-                            "no slot, so it is computed outside the arena, "
-                            + ("which holds the function's outputs" if outputs_inside else
-                               "and the function does not return it")
-                        )
+            for name in ("mem.slots", "mem.views"):
+                places = op.attributes.get(name)
+                if isinstance(places, ArrayAttr) and len(places.data) != len(op.results):
+                    raise PlanViolation(f"invalid plan of @{func.sym_name.data}: {_op(op)} has no {name} entry per result")
+            if isinstance(op, (jx.WhileOp, jx.CaseOp, jx.ConstOp, jx.YieldOp)) or reinterprets(op):
+                continue
+            for k, value in enumerate(op.results):
+                if byte_size(value.type) and not _placed(op, k) and not _held_by(value, returnable):
+                    raise PlanViolation(
+                        f"invalid plan of @{func.sym_name.data}: {value_name(value)} ({value_label(value)}) has "
+                        "no slot, so it is computed outside the arena, "
+                        + ("which holds the function's outputs" if outputs_inside else
+                           "and it is not an output (or computed in place of one) on every path")
+                    )
+
+
+def _place_of(op: Operation, k: int):
+    """The place the plan wrote for result `k` of `op` (`mem.slot` or `mem.slots`), if any."""
+    slots = op.attributes.get("mem.slots")
+    if isinstance(slots, ArrayAttr):
+        return slots.data[k]
+    return op.attributes.get("mem.slot") if k == 0 and len(op.results) == 1 else None
 
 
 def _placed(op: Operation, k: int) -> bool:
-    """Whether result `k` of `op` has a place in the arena: a slot, or a toggle ring's (`#mem.next`)."""
-    slots = op.attributes.get("mem.slots")
-    place = slots.data[k] if isinstance(slots, ArrayAttr) and k < len(slots.data) else (
-        op.attributes.get("mem.slot") if k == 0 and len(op.results) == 1 else None)
+    """Whether result `k` of `op` has a place in the arena: a slot, a toggle ring's (`#mem.next`), or,
+    for a loop, a ring."""
+    if isinstance(op, jx.WhileOp):
+        views = op.attributes.get("mem.views")
+        return isinstance(views, ArrayAttr) and isinstance(views.data[k], ViewsAttr) and bool(views.data[k].slots.data)
+    place = _place_of(op, k)
     return isinstance(place, NextAttr) or (isinstance(place, SlotAttr) and place.size.data > 0)
+
+
+def _computed_outside(value: SSAValue) -> bool:
+    """Whether `value` is an op's result without a place in the arena (not a constant)."""
+    return isinstance(value, OpResult) and not isinstance(value.owner, jx.ConstOp) and not _placed(value.owner, value.index)
 
 
 def _returnable(func: jx.FuncOp) -> set[SSAValue]:
     """The values that may lie in an output's memory outside the arena: the outputs, and through
-    values without a place, the operands of their size they may be computed in place of, the values
-    a case's branches yield at its result, a loop's init operands, carried values and yields at its
-    position."""
+    values without a place, the one operand of their size without a place they may be computed in
+    place of, the values a case's branches yield at its result, a loop's init operands and yields
+    at its position."""
     found: set[SSAValue] = set()
     pending = list(func.body.block.last_op.operands)
     while pending:
         value = pending.pop()
-        if value in found:
+        if value in found or not _computed_outside(value):
             continue
         found.add(value)
-        if isinstance(value, BlockArgument):
-            continue
         op, k = value.owner, value.index
-        if _placed(op, k):
-            continue
         if isinstance(op, jx.CaseOp):
             pending.extend(branch.block.last_op.operands[k] for branch in op.branches)
         elif isinstance(op, jx.WhileOp):
-            pending += [op.inits[k], op.body.block.args[k], op.body.block.last_op.operands[k]]
+            pending.extend((op.inits[k], op.body.block.last_op.operands[k]))
+        elif reinterprets(op):
+            pending.append(op.operands[0])
         else:
-            pending.extend(v for v in op.operands if byte_size(v.type) == byte_size(value.type))
+            pending.extend(itertools.islice((v for v in op.operands if _computed_outside(v)
+                                             and byte_size(v.type) == byte_size(value.type)), 1))
     return found
+
+
+def _held_by(value: SSAValue, returnable: set[SSAValue]) -> bool:
+    """Whether `value` lies in an output's memory wherever it is handed on: it is `returnable`, and so
+    is every case result and loop result that a yield hands it to where it lies (not a copy into
+    the result's place), through views of it, those results and a loop's next rounds."""
+    seen, pending = set(), [value]
+    while pending:
+        if (held := pending.pop()) in seen:
+            continue
+        seen.add(held)
+        for use in held.uses:
+            user, parent, k = use.operation, use.operation.parent_op(), use.index
+            if reinterprets(user):
+                pending.append(user.results[0])
+            elif isinstance(user, jx.YieldOp) and _yields_in_place(user, parent, k):
+                if parent.results[k] not in returnable:
+                    return False
+                pending.append(parent.results[k])
+                if isinstance(parent, jx.WhileOp):
+                    pending.append(parent.body.block.args[k])
+    return value in returnable
+
+
+def _yields_in_place(yield_op: jx.YieldOp, parent: Operation, k: int) -> bool:
+    """Whether `yield_op` hands its operand `k` on where it lies: to a loop's position without a ring,
+    or a value of the branch to a case result that has no place or is a view of what this branch
+    yields (`mem.phi`). (A value from outside the case is only read through the result.)"""
+    if isinstance(parent, jx.WhileOp):
+        return yield_op.parent_block() is parent.body.block and not _placed(parent, k)
+    if not isinstance(parent, jx.CaseOp) or not _within_region(yield_op.operands[k], yield_op.parent_region()):
+        return False
+    phis = parent.attributes.get("mem.phi")
+    branch = parent.regions.index(yield_op.parent_region())
+    return not _placed(parent, k) or isinstance(phis, ArrayAttr) and branch in phis.data[k].get_values()
+
+
+def _within_region(value: SSAValue, region) -> bool:
+    """Whether `value` is defined in `region`, or in a region nested in it."""
+    block = value.owner.parent_block() if isinstance(value, OpResult) else value.block
+    while block is not None:
+        if block.parent_region() is region:
+            return True
+        parent = block.parent_op()
+        block = parent.parent_block() if parent is not None else None
+    return False
 
 
 class _Walk:
@@ -593,10 +658,7 @@ class _Walk:
 
     def place(self, op: Operation, k: int) -> list[tuple[SlotAttr, Guard]] | None:
         """Where result `k` of `op` is written in this round, on which paths (None: outside the arena)."""
-        slots = op.attributes.get("mem.slots")
-        place = op.attributes.get("mem.slot") if k == 0 and len(op.results) == 1 else None
-        if isinstance(slots, ArrayAttr):
-            place = slots.data[k]
+        place = _place_of(op, k)
         if isinstance(place, NextAttr):
             position, nth = place.position.data, place.nth.data
             place = self.next_views[-1][position]
