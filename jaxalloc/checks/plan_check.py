@@ -454,12 +454,12 @@ def _check_unplaced(func: jx.FuncOp, outputs_inside: bool) -> None:
             if isinstance(op, (jx.WhileOp, jx.CaseOp, jx.ConstOp, jx.YieldOp)) or reinterprets(op):
                 continue
             for k, value in enumerate(op.results):
-                if byte_size(value.type) and not _placed(op, k) and not _held_by(value, returnable):
+                if byte_size(value.type) and not _placed(op, k) and value not in returnable:
                     raise PlanViolation(
                         f"invalid plan of @{func.sym_name.data}: {value_name(value)} ({value_label(value)}) has "
                         "no slot, so it is computed outside the arena, "
                         + ("which holds the function's outputs" if outputs_inside else
-                           "and it is not an output (or computed in place of one) on every path")
+                           "and it is not an output or computed in place of one")
                     )
 
 
@@ -488,9 +488,10 @@ def _computed_outside(value: SSAValue) -> bool:
 
 def _returnable(func: jx.FuncOp) -> set[SSAValue]:
     """The values that may lie in an output's memory outside the arena: the outputs, and through
-    values without a place, the one operand of their size without a place they may be computed in
-    place of, the values a case's branches yield at its result, a loop's init operands and yields
-    at its position."""
+    values without a place, the operands of their size they may be computed in place of, the values
+    a case's branches yield at its result, a loop's init operands and yields at a position without
+    a ring. (Any such operand: which one an op took the place of is the planner's choice, and
+    where it lies in an output's memory, the walk does not follow it.)"""
     found: set[SSAValue] = set()
     pending = list(func.body.block.last_op.operands)
     while pending:
@@ -506,55 +507,8 @@ def _returnable(func: jx.FuncOp) -> set[SSAValue]:
         elif reinterprets(op):
             pending.append(op.operands[0])
         else:
-            pending.extend(itertools.islice((v for v in op.operands if _computed_outside(v)
-                                             and byte_size(v.type) == byte_size(value.type)), 1))
+            pending.extend(v for v in op.operands if byte_size(v.type) == byte_size(value.type))
     return found
-
-
-def _held_by(value: SSAValue, returnable: set[SSAValue]) -> bool:
-    """Whether `value` lies in an output's memory wherever it is handed on: it is `returnable`, and so
-    is every case result and loop result that a yield hands it to where it lies (not a copy into
-    the result's place), through views of it, those results and a loop's next rounds."""
-    seen, pending = set(), [value]
-    while pending:
-        if (held := pending.pop()) in seen:
-            continue
-        seen.add(held)
-        for use in held.uses:
-            user, parent, k = use.operation, use.operation.parent_op(), use.index
-            if reinterprets(user):
-                pending.append(user.results[0])
-            elif isinstance(user, jx.YieldOp) and _yields_in_place(user, parent, k):
-                if parent.results[k] not in returnable:
-                    return False
-                pending.append(parent.results[k])
-                if isinstance(parent, jx.WhileOp):
-                    pending.append(parent.body.block.args[k])
-    return value in returnable
-
-
-def _yields_in_place(yield_op: jx.YieldOp, parent: Operation, k: int) -> bool:
-    """Whether `yield_op` hands its operand `k` on where it lies: to a loop's position without a ring,
-    or a value of the branch to a case result that has no place or is a view of what this branch
-    yields (`mem.phi`). (A value from outside the case is only read through the result.)"""
-    if isinstance(parent, jx.WhileOp):
-        return yield_op.parent_block() is parent.body.block and not _placed(parent, k)
-    if not isinstance(parent, jx.CaseOp) or not _within_region(yield_op.operands[k], yield_op.parent_region()):
-        return False
-    phis = parent.attributes.get("mem.phi")
-    branch = parent.regions.index(yield_op.parent_region())
-    return not _placed(parent, k) or isinstance(phis, ArrayAttr) and branch in phis.data[k].get_values()
-
-
-def _within_region(value: SSAValue, region) -> bool:
-    """Whether `value` is defined in `region`, or in a region nested in it."""
-    block = value.owner.parent_block() if isinstance(value, OpResult) else value.block
-    while block is not None:
-        if block.parent_region() is region:
-            return True
-        parent = block.parent_op()
-        block = parent.parent_block() if parent is not None else None
-    return False
 
 
 class _Walk:
@@ -891,11 +845,14 @@ class _Walk:
         there: the function returned gives those slots and paths, for the first free slot or the
         `nth` after it."""
         self.compare(held)
-        combos = list(itertools.product(*({at for at, _ in located.places(self.guard)} for located in held)))
+        # each value's places in a fixed order, and paths numbered in it: a set of them comes out in
+        # the order its instances do (hashed by address), and so would the paths, walk after walk
+        combos = list(itertools.product(*(sorted({at for at, _ in located.places(self.guard)}, key=_place_order)
+                                          for located in held)))
         region = self.region(len(combos))
 
         def there(js, place) -> Guard:
-            return self.named(region, [c for c in combos if any(c[j] == place for j in js)])
+            return self.named(region, [n for n, c in enumerate(combos) if any(c[j] == place for j in js)])
 
         # an instance that several of these values may be (a value yielded at two positions) is bound
         # alike in each, to its place in any of them: else its ways of being reached would double
@@ -912,8 +869,8 @@ class _Walk:
 
         def slots(nth: int) -> list[tuple[SlotAttr, Guard]]:
             targets: dict[SlotAttr, set] = {}
-            for combo in combos:
-                targets.setdefault(view.toggle(*combo, nth=nth), set()).add(combo)
+            for n, combo in enumerate(combos):
+                targets.setdefault(view.toggle(*combo, nth=nth), set()).add(n)
             return [(slot, _both(guard, self.named(region, at))) for slot, at in targets.items()]
 
         return bound, slots
@@ -925,6 +882,11 @@ class _Walk:
                 f"invalid plan of @{self.func.sym_name.data}: round {round_} of {_op(op)} reads an init operand "
                 f"in place for carried value {k}, but the program carries another value there"
             )
+
+
+def _place_order(at: int | None) -> int:
+    """Arena offsets in order, outside the arena (None) first."""
+    return -1 if at is None else at
 
 
 def _rounds_to_walk(views: list[ViewsAttr], known: int | None, at_most: int | None = None):
