@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
-from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import YIELDED, ArenaAttr, NextAttr, SlotAttr, ViewsAttr
@@ -503,11 +503,30 @@ def _returnable(func: jx.FuncOp) -> set[SSAValue]:
         if isinstance(op, jx.CaseOp):
             pending.extend(branch.block.last_op.operands[k] for branch in op.branches)
         elif isinstance(op, jx.WhileOp):
-            pending.extend((op.inits[k], op.body.block.last_op.operands[k]))
+            pending.extend(_held_at(op, k))
         elif reinterprets(op):
             pending.append(op.operands[0])
         else:
             pending.extend(v for v in op.operands if byte_size(v.type) == byte_size(value.type))
+    return found
+
+
+def _held_at(loop: jx.WhileOp, k: int) -> list[SSAValue]:
+    """The values a loop's position without a ring may hold: its init operands (those its views read
+    in place too) and what the body yields there, through the positions handing theirs on to it."""
+    body, views = loop.body.block, loop.attributes.get("mem.views")
+    found, positions, seen = [], [k], set()
+    while positions:
+        if (j := positions.pop()) in seen:
+            continue
+        seen.add(j)
+        initial = views.data[j].initial.data if isinstance(views, ArrayAttr) and isinstance(views.data[j], ViewsAttr) else ()
+        found += [loop.inits[j], *(loop.inits[i.data] for i in initial)]
+        yielded = body.last_op.operands[j]
+        if isinstance(yielded, BlockArgument) and yielded.block is body:
+            positions.append(yielded.index)
+        else:
+            found.append(yielded)
     return found
 
 
