@@ -538,6 +538,15 @@ def test_a_plan_that_computes_a_value_outside_the_arena_is_refused_unless_the_fu
         check_planned(func)
 
 
+def test_a_plan_with_places_not_one_per_result_is_refused():
+    plan, func = _planned_func(lambda x: jnp.sin(x) * 2.0, X16)
+    sin = next(op for op in func.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "sin")
+    sin.attributes.pop("mem.slot", None)
+    sin.attributes["mem.slots"] = ArrayAttr([SlotAttr(0, 64), SlotAttr(0, 64)])
+    with pytest.raises(jaxalloc.PlanViolation, match=r"\(sin .*\) has no mem.slots entry per result"):
+        check_planned(func)
+
+
 def test_a_loop_s_ring_in_an_arena_without_the_outputs_holds_what_its_body_computes():
     """With the outputs outside the arena, a loop whose result is an output still keeps its ring
     of several slots in the arena: a body's value without a slot is refused, not taken for an

@@ -441,8 +441,7 @@ def _check_unplaced(func: jx.FuncOp, outputs_inside: bool) -> None:
     that lie in an output's memory (`_returnable`): the walk reads a value without a place as one
     outside the arena, so a plan that left a computed value out would run, and its arena would
     understate the memory the function takes."""
-    returnable = set() if outputs_inside else _returnable(func)
-    pending = [func.body.block]
+    computing, pending = [], [func.body.block]
     while pending:
         for op in pending.pop().ops:
             if isinstance(op, (jx.WhileOp, jx.CaseOp)):
@@ -451,16 +450,18 @@ def _check_unplaced(func: jx.FuncOp, outputs_inside: bool) -> None:
                 places = op.attributes.get(name)
                 if isinstance(places, ArrayAttr) and len(places.data) != len(op.results):
                     raise PlanViolation(f"invalid plan of @{func.sym_name.data}: {_op(op)} has no {name} entry per result")
-            if isinstance(op, (jx.WhileOp, jx.CaseOp, jx.ConstOp, jx.YieldOp)) or reinterprets(op):
-                continue
-            for k, value in enumerate(op.results):
-                if byte_size(value.type) and not _placed(op, k) and value not in returnable:
-                    raise PlanViolation(
-                        f"invalid plan of @{func.sym_name.data}: {value_name(value)} ({value_label(value)}) has "
-                        "no slot, so it is computed outside the arena, "
-                        + ("which holds the function's outputs" if outputs_inside else
-                           "and it is not an output or computed in place of one")
-                    )
+            if not isinstance(op, (jx.WhileOp, jx.CaseOp, jx.ConstOp, jx.YieldOp)) and not reinterprets(op):
+                computing.append(op)
+    returnable = set() if outputs_inside else _returnable(func)
+    for op in computing:
+        for k, value in enumerate(op.results):
+            if byte_size(value.type) and not _placed(op, k) and value not in returnable:
+                raise PlanViolation(
+                    f"invalid plan of @{func.sym_name.data}: {value_name(value)} ({value_label(value)}) has "
+                    "no slot, so it is computed outside the arena, "
+                    + ("which holds the function's outputs" if outputs_inside else
+                       "and it is not an output or computed in place of one")
+                )
 
 
 def _place_of(op: Operation, k: int):

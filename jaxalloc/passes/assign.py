@@ -269,7 +269,7 @@ def _next_marks(op: jx.WhileOp, carries: list[Carry], body: BlockPlan) -> dict[S
             for source in body.may_be.get(value, ()):  # a loop result's value the body computes there
                 if body.placed_in.get(source) is op.results[c] and not isinstance(source, BlockArgument):
                     roots.setdefault(body.roots[source], c)
-    # values in further free slots of a toggle ring, and inner loops' rings of one slot in its first
+    # values in further free slots of a toggle ring, and inner loops' results placed in a next view
     for value, parent in body.placed_in.items():
         if parent in op.results and (value in body.spares or isinstance(value.owner, jx.WhileOp)):
             roots.setdefault(body.roots[value], op.results.index(parent))
