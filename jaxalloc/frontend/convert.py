@@ -99,6 +99,8 @@ def _constant(value: Any, aval) -> Any:
         return value
     if jax.dtypes.issubdtype(aval.dtype, jax.dtypes.extended):
         return jnp.asarray(value)
+    if not aval.weak_type and isinstance(value, np.ndarray | np.generic) and value.dtype == aval.dtype:
+        return jax.device_put(value)  # as it is: converting it would compile an XLA kernel per shape
     return lax_internal._convert_element_type(jnp.asarray(value), aval.dtype, aval.weak_type)
 
 
