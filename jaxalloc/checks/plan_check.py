@@ -476,8 +476,8 @@ def _placed(op: Operation, k: int) -> bool:
     """Whether result `k` of `op` has a place in the arena: a slot, a toggle ring's (`#mem.next`), or,
     for a loop, a ring."""
     if isinstance(op, jx.WhileOp):
-        views = op.attributes.get("mem.views")
-        return isinstance(views, ArrayAttr) and isinstance(views.data[k], ViewsAttr) and bool(views.data[k].slots.data)
+        views = _views_at(op, k)
+        return views is not None and bool(views.slots.data)
     place = _place_of(op, k)
     return isinstance(place, NextAttr) or (isinstance(place, SlotAttr) and place.size.data > 0)
 
@@ -515,20 +515,25 @@ def _returnable(func: jx.FuncOp) -> set[SSAValue]:
 def _held_at(loop: jx.WhileOp, k: int) -> list[SSAValue]:
     """The values a loop's position without a ring may hold: its init operands (those its views read
     in place too) and what the body yields there, through the positions handing theirs on to it."""
-    body, views = loop.body.block, loop.attributes.get("mem.views")
-    found, positions, seen = [], [k], set()
+    body, found, positions, seen = loop.body.block, [], [k], set()
     while positions:
         if (j := positions.pop()) in seen:
             continue
         seen.add(j)
-        initial = views.data[j].initial.data if isinstance(views, ArrayAttr) and isinstance(views.data[j], ViewsAttr) else ()
-        found += [loop.inits[j], *(loop.inits[i.data] for i in initial)]
+        views = _views_at(loop, j)
+        found += [loop.inits[j], *(loop.inits[i.data] for i in (views.initial.data if views else ()))]
         yielded = body.last_op.operands[j]
         if isinstance(yielded, BlockArgument) and yielded.block is body:
             positions.append(yielded.index)
         else:
             found.append(yielded)
     return found
+
+
+def _views_at(loop: jx.WhileOp, k: int) -> ViewsAttr | None:
+    """The multi-view the plan wrote for position `k` of `loop`, if any."""
+    views = loop.attributes.get("mem.views")
+    return views.data[k] if isinstance(views, ArrayAttr) and isinstance(views.data[k], ViewsAttr) else None
 
 
 class _Walk:
@@ -751,7 +756,7 @@ class _Walk:
 
     def loop(self, op: jx.WhileOp, env: dict) -> None:
         views = op.attributes.get("mem.views")
-        if not isinstance(views, ArrayAttr) or len(views.data) != len(op.results):
+        if not isinstance(views, ArrayAttr):  # one per result: `_check_unplaced`
             raise PlanViolation(f"invalid plan of @{self.func.sym_name.data}: {_op(op)} has no mem.views per carried value")
         placings = self.within(op, [v for v in views.data if isinstance(v, ViewsAttr)])
         if len(placings) == 1:
