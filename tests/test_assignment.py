@@ -430,6 +430,31 @@ def test_an_init_operand_a_rotated_ring_in_a_case_result_reads_takes_a_slot_past
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_value_a_toggle_ring_in_a_case_result_may_be_handed_back_takes_a_slot_past_the_ring(mode):
+    """A branch computes `u` and runs a loop whose next value is `u` or computed from the current
+    one: the loop toggles, and its result may be `u` where it lies. `u` takes a third slot of the
+    case result's memory, past the toggle ring's two, and the result is a view of wherever its
+    value lies (12 bytes were copied into the result before, after no round and after two;
+    random program 49632)."""
+
+    def fn(x, n, flags):
+        def looping(x):
+            u = jnp.floor(x)
+            body = lambda j, d: lax.cond(flags[j], lambda d: jnp.clip(d, -2.0, 2.0) + 1.0, lambda d: u, d)
+            return lax.fori_loop(0, n, body, x)
+
+        return lax.cond(flags[0], looping, lambda x: x, x)
+
+    for rounds, flags in [(0, [1, 1, 0]), (1, [1, 0, 0]), (2, [1, 1, 0]), (3, [1, 0, 1])]:
+        args = jnp.array([1.5, -2.5, 3.5]), jnp.int32(rounds), jnp.array(flags, bool)
+        inside = _copy_free_plan(fn, args, mode)
+    case = next(op for op in inside.module.walk() if isinstance(op, jx.CaseOp))
+    (result,) = case.attributes["mem.slots"].data
+    floor = next(op for op in inside.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "floor")
+    assert floor.attributes["mem.slot"].offset.data == result.offset.data + 2 * result.size.data
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
 def test_an_origin_whose_value_a_borrower_may_keep_toggles_around_it_beside_its_follower(mode):
     """`b`'s next value `d` is yielded at `c` too, and `a`'s next value is an inner swap's result:
     `a` itself or `b`, which `a` may then keep for good. `b` toggles among a slot for its own value,

@@ -13,6 +13,7 @@ more seeds).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -124,6 +125,26 @@ enclosing loop's next view, which `#mem.views` cannot say (2828)."""
 @pytest.mark.parametrize("seed", ONCE_MISHANDLED)
 def test_random_programs_once_mishandled_run_without_copies(seed, mode):
     check_random_program(random_program(seed), mode=mode, passes=DEFAULT_PASSES)
+
+
+ONCE_COPYING_ON_A_PATH = (36337, 49632)
+"""Seeds whose plans listed copies on paths their own arguments do not take: a loop in a branch
+whose result, yielded as the case result, may be an init operand a chain of cases may hand on
+(36337), or a value of the branch a toggle ring is handed back (49632)."""
+
+
+@pytest.mark.parametrize("seed", ONCE_COPYING_ON_A_PATH)
+def test_random_programs_once_copying_on_a_path_plan_no_copy(seed):
+    fn, args = random_program(seed)
+    assert jaxalloc.planned(fn).plan(*args, include_outputs=True).check().copies == ()
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_random_program_36337_runs_the_path_that_copied_without_copies(mode):
+    """With no flag set, 36337's branch runs its loop, whose result was copied into the case result."""
+    program = random_program(36337)
+    x, flags = program.args
+    check_random_program(dataclasses.replace(program, args=(x, np.zeros_like(flags))), mode=mode, passes=DEFAULT_PASSES)
 
 
 @functools.cache

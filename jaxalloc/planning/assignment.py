@@ -12,9 +12,10 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   result a view of that result. A branch value that may be any of several values the branch
   computes (a loop rotating them) makes the result's memory hold each in a slot of its own
   (`BlockPlan.spares`), the result a view of whichever it is, where the result is in no parent's
-  memory; so does an init operand that a loop's ring in the result's memory reads in place, in a
-  slot past the ring's, and the ring of another position whose values that loop's result may be
-  (a toggle ring borrowing them), in slots past it.
+  memory; so does a value of the branch that a loop's ring in the result's memory may end on (an
+  init operand its rounds read in place, a value handed back to a toggle ring, or one a chain of
+  cases hands on as either), in a slot past the ring's, and the ring of another position whose
+  values that loop's result may be (a toggle ring borrowing them), in slots past it.
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
   folds in place, as an elementwise op does. A case result that is a view in some branches of
@@ -556,7 +557,7 @@ class _BlockPlanner:
             # init operands of this block that the rounds read in place, where the result lies in an
             # enclosing loop's next view: other free slots of that view, so the result is there too
             # after fewer rounds (an origin's in a case result's memory too; a follower's there
-            # take slots past the ring, `inits_beside_ring`)
+            # take slots past the ring, `values_beside_ring`)
             parent = self.dictated.get(results[p])
             if parent is None and p == c:  # an origin whose follower's ring is that memory: one ring
                 parent = next((self.dictated[results[f]] for f in followers.get(c, ()) if results[f] in self.dictated), None)
@@ -566,7 +567,7 @@ class _BlockPlanner:
             chain = (c,) if p == c else _chain(p, delay, args, yields)
             if p != c and _past_inits(op, chain):
                 continue  # the follower's rounds always end in its ring
-            self.computed_apart(self.own_inits([op.inits[q] for q in chain], results[p]), parent)
+            self.computed_apart(self.own_values([op.inits[q] for q in chain], results[p]), parent)
         dictated = dict(zip(args, results)) | {v: results[c] for v, c in computed.items()}
         aliases = [[args[p] for p in group] for group in readers.values() if len(group) > 1]
         # The next value may be computed in place into the oldest value of its ring (read for the last
@@ -706,27 +707,29 @@ class _BlockPlanner:
                 self.views_of(results[k], stable[args[k]])
         for result in results:
             self.computed_into_parent(result)
-        self.inits_beside_ring(op, carries)
+        self.values_beside_ring(op, carries)
         self.plan.carries[op] = carries
         self.plan.regions[op] = (0, [cond_plan, body_plan])
         self.temporaries.append((op, max(cond_plan.size, body_plan.size), index))
 
-    def inits_beside_ring(self, op: jx.WhileOp, carries: list[Carry]) -> None:
-        """The init operands this block computes that a loop result in a case result's ring may be
-        (the rounds read them in place, and the loop may run fewer): each into a slot of that
-        memory past the ring's (`computed_apart`), so the result is there however many rounds run,
-        a view of where its value lies, never copied."""
+    def values_beside_ring(self, op: jx.WhileOp, carries: list[Carry]) -> None:
+        """The values this block computes that a loop result in a case result's ring may be instead
+        of a slot of it: the init operands its first rounds read in place (where the loop may run
+        fewer rounds), a value a branch of its body hands back to a toggle ring, and the values a
+        chain of cases may hand on as either. Each goes into a slot of that memory past the ring's
+        (`computed_apart`), so the result is a view of wherever its value lies, never copied."""
         for result, carry in zip(op.res, carries):
             parent = self.dictated.get(result)
-            if (parent is None or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent)
-                    or not carry.repeat or _past_inits(op, carry.initial)):
+            if parent is None or not isinstance(parent.owner, jx.CaseOp) or not self.apart(parent) or not carry.repeat:
                 continue
-            self.computed_apart(self.own_inits([op.inits[q] for q in carry.initial], result), parent, past=carry.repeat)
+            inits = [] if _past_inits(op, carry.initial) else [op.inits[q] for q in carry.initial]
+            values = self.handed_through([*inits, *self.plan.toggled_from.get(result, ())])
+            self.computed_apart(self.own_values(values, result), parent, past=carry.repeat)
 
-    def own_inits(self, inits: list[SSAValue], result: SSAValue) -> list[SSAValue]:
-        """The init operands among `inits` that this block computes, in no memory but their own, as
-        large as the loop result `result`: they may be computed into the memory the result lies in."""
-        return [v for v in dict.fromkeys(inits) if defined_in(v, self.block) and not _constant(v)
+    def own_values(self, values: list[SSAValue], result: SSAValue) -> list[SSAValue]:
+        """The values among `values` that this block computes, in no memory but their own, as large
+        as the loop result `result`: they may be computed into the memory the result lies in."""
+        return [v for v in dict.fromkeys(values) if defined_in(v, self.block) and not _constant(v)
                 and not isinstance(v, BlockArgument) and self.unplaced(v) and byte_size(v.type) == byte_size(result.type)]
 
     def settles(self, followed: bool, ring: list[SSAValue]) -> bool:
