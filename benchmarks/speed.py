@@ -129,7 +129,7 @@ def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
     if op_by_op:
         header += ["op-by-op ms", "/ jit"]
     header += ["jit first s", "compiled first s", "compiled first / jit first", "kernel compile s", "/ jit first",
-               "own ops first s"]
+               "own ops first s"] + ["op-by-op first s"] * op_by_op
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
     for name, r in rows:
@@ -139,8 +139,10 @@ def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
             cells += [_ms(r["arena"]), f"{r['arena'] / r['jit']:.1f}"]
         cells += [f"{r['jit first']:.2f}", f"{r['compiled first']:.2f}", f"{r['compiled first'] / r['jit first']:.2f}",
                   f"{r['kernel compile']:.2f}", f"{r['kernel compile'] / r['jit first']:.2f}", f"{r['own ops first']:.2f}"]
+        if op_by_op:
+            cells += [f"{r['arena first']:.2f}"]
         print("| " + " | ".join(cells) + " |")
-    for label, key in (("compiled", "compiled"), ("own ops, compiled", "own ops")):
+    for label, key in (("compiled", "compiled"), ("own ops, compiled", "own ops"), ("op by op", "arena"))[:2 + op_by_op]:
         warm = [r[key] / r["jit"] for _, r in rows]
         first = [r[key + " first"] / r["jit first"] for _, r in rows]
         print(f"\n{label} / jit, warm: geometric mean {_geomean(warm):.2f}, most {max(warm):.2f}; "
