@@ -655,6 +655,28 @@ def test_a_case_result_that_may_be_any_value_of_a_chain_of_cases_holds_each_in_a
     assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
 
 
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_chain_of_cases_in_a_case_in_a_case_holds_each_value_in_a_slot_of_the_outer_result(mode):
+    """The inner case's result may be the chain's last value, its second or its first (each case
+    handing the one before on), and it lies in the memory of the two cases around it: each value
+    takes a slot of that memory, so the inner result is a view of whichever it is. Before, only a
+    result in no enclosing case result's memory held them, and the chain's values were copied
+    into the result (12 bytes; random program 39496)."""
+
+    def fn(x, k):
+        def chain(x):
+            a = lax.cond(k > 0, lambda v: v + 1, lambda v: v, x)
+            b = lax.cond(k > 1, lambda v: v // 2, lambda v: v, a)
+            return lax.switch(jnp.clip(k - 2, 0, 2), [lambda v: v, lambda v: v + 1, lambda v: v // 2], b)
+
+        return lax.cond(k >= 0, lambda x: lax.cond(k < 5, chain, lambda v: v, x), lambda v: v, x)
+
+    for k in range(-1, 6):
+        _copy_free_plan(fn, (jnp.array([7, -5, 3], jnp.int32), jnp.int32(k)), mode)
+    program = random_program(39496)
+    assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
+
+
 def _loop_of_a_chain_of_cases(x, p):
     """A loop whose next value is an argument or the last of a chain of cases from its carried
     value: the first computes from it or hands it on, the second negates the first's or hands it

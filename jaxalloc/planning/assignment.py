@@ -11,8 +11,8 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   one whose value lies in another result's memory (yielded twice, a ring holding both) makes the
   result a view of that result. A branch value that may be any of several values the branch
   computes (a loop rotating them) makes the result's memory hold each in a slot of its own
-  (`BlockPlan.spares`), the result a view of whichever it is, where the result is in no parent's
-  memory; so does a value of the branch that a loop's ring in the result's memory may end on (an
+  (`BlockPlan.spares`), the result a view of whichever it is (where the result lies in an
+  enclosing case result's memory, in slots of that memory past its own); so does a value of the branch that a loop's ring in the result's memory may end on (an
   init operand its rounds read in place, a value handed back to a toggle ring, or one a chain of
   cases hands on as either), in a slot past the ring's, and the ring of another position whose
   values that loop's result may be (a toggle ring borrowing them), in slots past it.
@@ -166,8 +166,9 @@ class BlockPlan:
     """For each loop result in a toggle ring: the values it may be besides its slots (from outside the
     loop, init operands read in place, another position's ring that lends it one), read where they are."""
     case_pools: dict[SSAValue, int] = field(default_factory=dict)
-    """Case results in a loop's next view whose branches compute values apart into the free slots of
-    its toggle ring past the result's own (`spares` of the branches' plans): the slots they take."""
+    """Case results in a parent's memory (a loop's next view, an enclosing case result's) whose
+    branches compute values apart into its free slots past the result's own (`spares` of the
+    branches' plans): the slots they take."""
     spares: dict[SSAValue, int] = field(default_factory=dict)
     """Values computed apart from another the same parent value may be, alive together, by value: in
     a loop body into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`), in a branch into
@@ -400,9 +401,10 @@ class _BlockPlanner:
                     self.keep_alive.append((value, result))
                     self.no_fold.add(result)
             # a result that may be any of several values of the branch holds each in a slot of its own
-            # (`spares`), where it is in no parent's memory and the branch puts no ring there; in a next
-            # view, each goes to a free slot of the toggle ring past the result's (`case_pools`)
-            pools, yielded = all(self.toggle_apart(self.dictated[r]) for r in op.res if r in self.dictated), dict(placed)
+            # (`spares`), where the branch puts no ring there; where the result lies in a parent's
+            # memory (a next view's toggle ring, an enclosing case result's), each goes to a free slot
+            # of it past the result's (`case_pools`)
+            pools, yielded = all(self.apart(self.dictated[r]) for r in op.res if r in self.dictated), dict(placed)
             while True:
                 placed = dict(yielded)  # the branch's planner adds the values it computes into results
                 branch_plan = _plan_block(block, self.options, set(), placed, set(),
@@ -806,11 +808,6 @@ class _BlockPlanner:
         a free slot of a toggle ring (`parent`: the next view of the loop whose body this is), or a
         slot of the memory of a result of the case whose branch this is."""
         return self.pools and parent.owner is self.block.parent_op()
-
-    def toggle_apart(self, parent: SSAValue) -> bool:
-        """Whether `parent` is the next view of a carried position of the loop whose body this is, whose
-        toggle ring may take values this block's cases compute, each in a free slot of its own."""
-        return self.apart(parent) and isinstance(parent.owner, jx.WhileOp)
 
     def computed_apart(self, values: list[SSAValue], parent: SSAValue, past: int = 1) -> None:
         """`values` of this block that `parent` may be, alive together with the value computed into
