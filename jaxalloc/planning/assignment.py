@@ -12,10 +12,11 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   result a view of that result. A branch value that may be any of several values the branch
   computes (a loop rotating them) makes the result's memory hold each in a slot of its own
   (`BlockPlan.spares`), the result a view of whichever it is (where the result lies in an
-  enclosing case result's memory, in slots of that memory past its own); so does a value of the branch that a loop's ring in the result's memory may end on (an
-  init operand its rounds read in place, a value handed back to a toggle ring, or one a chain of
-  cases hands on as either), in a slot past the ring's, and the ring of another position whose
-  values that loop's result may be (a toggle ring borrowing them), in slots past it.
+  enclosing case result's memory, in slots of that memory past its own); so does a value of the
+  branch that a loop's ring in the result's memory may end on (an init operand its rounds read in
+  place, a value handed back to a toggle ring, or one a chain of cases hands on as either), in a
+  slot past the ring's, and the ring of another position whose values that loop's result may be
+  (a toggle ring borrowing them), in slots past it.
   Where that value dies at the case and every other branch writes the result only after its last
   read of it (or in place, in the op that reads it last), the result takes its buffer: a case
   folds in place, as an elementwise op does. A case result that is a view in some branches of
