@@ -661,7 +661,7 @@ def test_a_chain_of_cases_in_a_case_in_a_case_holds_each_value_in_a_slot_of_the_
     handing the one before on), and it lies in the memory of the two cases around it: each value
     takes a slot of that memory, so the inner result is a view of whichever it is. Before, only a
     result in no enclosing case result's memory held them, and the chain's values were copied
-    into the result (12 bytes; random program 39496)."""
+    into the result (12 bytes; random program 39496, in `ONCE_COPYING_ON_A_PATH`)."""
 
     def fn(x, k):
         def chain(x):
@@ -673,8 +673,6 @@ def test_a_chain_of_cases_in_a_case_in_a_case_holds_each_value_in_a_slot_of_the_
 
     for k in range(-1, 6):
         _copy_free_plan(fn, (jnp.array([7, -5, 3], jnp.int32), jnp.int32(k)), mode)
-    program = random_program(39496)
-    assert jaxalloc.planned(program.fn).plan(*program.args, include_outputs=True).check().copies == ()
 
 
 def _loop_of_a_chain_of_cases(x, p):

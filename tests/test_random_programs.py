@@ -127,10 +127,11 @@ def test_random_programs_once_mishandled_run_without_copies(seed, mode):
     check_random_program(random_program(seed), mode=mode, passes=DEFAULT_PASSES)
 
 
-ONCE_COPYING_ON_A_PATH = (36337, 49632)
+ONCE_COPYING_ON_A_PATH = (36337, 39496, 49632)
 """Seeds whose plans listed copies on paths their own arguments do not take: a loop in a branch
 whose result, yielded as the case result, may be an init operand a chain of cases may hand on
-(36337), or a value of the branch a toggle ring is handed back (49632)."""
+(36337), or a value of the branch a toggle ring is handed back (49632); a chain of cases in a case
+whose result lies in an enclosing case result's memory (39496)."""
 
 
 @pytest.mark.parametrize("seed", ONCE_COPYING_ON_A_PATH)
