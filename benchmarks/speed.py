@@ -142,7 +142,7 @@ def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
         if op_by_op:
             cells += [f"{r['arena first']:.2f}"]
         print("| " + " | ".join(cells) + " |")
-    for label, key in (("compiled", "compiled"), ("own ops, compiled", "own ops"), ("op by op", "arena"))[:2 + op_by_op]:
+    for label, key in [("compiled", "compiled"), ("own ops, compiled", "own ops")] + [("op by op", "arena")] * op_by_op:
         warm = [r[key] / r["jit"] for _, r in rows]
         first = [r[key + " first"] / r["jit first"] for _, r in rows]
         print(f"\n{label} / jit, warm: geometric mean {_geomean(warm):.2f}, most {max(warm):.2f}; "
