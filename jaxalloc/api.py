@@ -34,17 +34,14 @@ from jaxalloc.passes.canonicalize import CanonicalizePass, canonicalize
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.fusion import FusePass
 from jaxalloc.passes.schedule import SchedulePass
+from jaxalloc.planned_call import DEFAULT_PASSES, Options
+from jaxalloc import planned_call
 from jaxalloc.planning.plan import Plan, make_plan
 
 MODES = ("arena", "compiled", "eager", "checked")
 
 PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass, "jx-schedule": SchedulePass}
 """The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
-
-DEFAULT_PASSES = ("jx-dce", "jx-canonicalize", "jx-fuse", "jx-schedule")
-"""The passes a planned function runs unless told otherwise, in this order: the values XLA would not
-keep are removed, fused or ordered away before planning. `passes=()` plans the jaxpr as traced."""
-
 
 def _run_pass(name: str, converted: Converted) -> None:
     """Run the jx pass `name` on a converted module; `jx-canonicalize` binds primitives with new
@@ -197,20 +194,24 @@ class _Traced:
                     delete(flat_args[k])
         return outputs, arena_bytes, copied
 
+    def compiled(self, key: tuple[str, int]) -> CompiledRun:
+        """The kernel of the plan for `key`, planned on first use (with the outputs inside the arena: a
+        value computed out of the arena and kept beside it until the kernel returns would make XLA
+        copy the arena to keep reading it after later writes)."""
+        if key not in self.kernels:
+            with self.phases.timed("plan"):
+                plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
+                functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
+                self.kernels[key] = CompiledRun(
+                    plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
+                    self.closed_jaxpr.out_avals,
+                )
+        return self.kernels[key]
+
     def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
-        kernel = self.kernels.get(key)
-        first = kernel is None  # the first call plans, traces the kernel and compiles it
+        first = key not in self.kernels or self.kernels[key].kernel is None  # plan, trace and compile it
         with _collector_paused() if first else contextlib.nullcontext():
-            if first:
-                with self.phases.timed("plan"):
-                    # outputs inside the arena: a value computed out of the arena and kept beside it until
-                    # the kernel returns would make XLA copy the arena to keep reading it after later writes
-                    plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
-                    functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
-                    kernel = self.kernels[key] = CompiledRun(
-                        plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
-                        self.closed_jaxpr.out_avals,
-                    )
+            kernel = self.compiled(key)
             with self.phases.kernel() if first else contextlib.nullcontext():
                 outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
@@ -364,6 +365,7 @@ class Planned:
         functools.update_wrapper(self, fun)
         self._fun = fun
         self.mode, self.allocator, self.alignment, self.measure_memory = mode, allocator, alignment, measure_memory
+        self.options = Options(mode, allocator, alignment, passes)
         *_, self.static_argnums, self.static_argnames = api_util.resolve_argnums(
             fun, api_util.fun_signature(fun), None, None, static_argnums, static_argnames
         )
@@ -492,8 +494,15 @@ class Planned:
                 self._by_arrays[key] = traced
             _, args, kwargs = self._split(args, kwargs)
             flat_args = jax.tree_util.tree_leaves((args, kwargs))
+        if any(isinstance(x, core.Tracer) for x in flat_args):  # under a transformation: see `planned_call`
+            outputs = planned_call.bind(flat_args, traced.closed_jaxpr, self.options, _Program(self, traced))
+            return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
         if traced.donated:
             _check_donated(flat_args, traced.donated, args, kwargs)
+        return jax.tree_util.tree_unflatten(traced.out_tree, self._run(traced, flat_args))
+
+    def _run(self, traced: _Traced, flat_args) -> tuple:
+        """The flat outputs of one concrete call, its `last_run` recorded."""
         counter = _OpCounter()
         sampler = LiveBytesSampler() if self.measure_memory else None
         start = time.perf_counter()
@@ -503,7 +512,38 @@ class Planned:
             sampler.take()  # no op to sample after: the kernel's values are in the arena it returned
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
         self.last_run = RunStats(self.mode, counter.ops, seconds, arena_bytes, copied, before, peak, traced.phases.take())
-        return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
+        return outputs
+
+
+@dataclass(frozen=True, eq=False)
+class _Program:
+    """One traced signature of a planned function as `planned_call` runs it (a `planned_call.Runner`)."""
+
+    planned: Planned
+    traced: _Traced
+
+    def run(self, flat_args):
+        return self.planned._run(self.traced, flat_args)
+
+    def inline(self, flat_args):
+        kernel = self.traced.compiled((self.planned.allocator, self.planned.alignment))
+        return kernel.inline(flat_args)
+
+
+def _derived_program(jaxpr: core.ClosedJaxpr, options: Options, name: str) -> _Program:
+    """A program a transformation derived (`planned_call`), planned as a function of its flat inputs."""
+
+    def program(*args):
+        return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
+
+    program.__name__ = program.__qualname__ = name
+    planned = Planned(program, mode=options.mode, allocator=options.allocator, alignment=options.alignment,
+                      passes=options.passes)
+    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in jaxpr.in_avals]
+    return _Program(planned, planned._traced(tuple(avals), {}))
+
+
+planned_call.make_runner = _derived_program
 
 
 def _check_donated(flat_args, donated: tuple[int, ...], args, kwargs) -> None:

@@ -1320,7 +1320,7 @@ class CompiledRun:
         time: `jax.jit` caches what it traced by function."""
         while True:
             try:
-                traced = jax.jit(self.interpret).trace(self._arena, self._base, *args)
+                traced = jax.jit(self.interpret).trace(*self._abstract_arena(), *args)
                 break
             except _Retrace:
                 pass  # traced again, the kinds learned
@@ -1391,7 +1391,20 @@ class CompiledRun:
 
     def traced(self, args: Sequence[Any]) -> jax.stages.Traced:
         """The kernel traced for `args` (after a call)."""
-        return self.kernel.trace(self._arena, self._base, self._offsets, *args)
+        return self.kernel.trace(*self._abstract_arena(), self._offsets, *args)
+
+    def _abstract_arena(self) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]:
+        """The types of the arena and of `base`, for tracing before any arena exists."""
+        return jax.ShapeDtypeStruct((self.words,), self.word), jax.ShapeDtypeStruct((), np.int32)
+
+    def inline(self, args: Sequence[Any]) -> tuple:
+        """The outputs of the kernel traced inside an enclosing computation: its arena is a buffer of
+        that computation, no call of this `CompiledRun` holds it, and neither the copied bytes nor
+        a wrong round count reach the caller."""
+        if self.kernel is None:
+            self.compile([jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in map(jax.typeof, args)])
+        _, _, outputs = self.kernel(jnp.zeros(self.words, self.word), _ZERO, self._offsets, *args)
+        return outputs
 
     def executable(self, args: Sequence[Any]):
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
