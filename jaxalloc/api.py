@@ -18,6 +18,7 @@ from typing import Any, overload
 import jax
 import numpy as np
 from jax._src import api_util, core
+from jax._src.interpreters import partial_eval as pe
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
@@ -34,7 +35,7 @@ from jaxalloc.passes.canonicalize import CanonicalizePass, canonicalize
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.fusion import FusePass
 from jaxalloc.passes.schedule import SchedulePass
-from jaxalloc.planned_call import DEFAULT_PASSES, Options
+from jaxalloc.planned_call import DEFAULT_PASSES, Options, planned_call_p
 from jaxalloc import planned_call
 from jaxalloc.planning.plan import Plan, make_plan
 
@@ -159,8 +160,9 @@ class _Traced:
     schedules: Schedules = field(default_factory=Schedules)
     plans: dict[tuple[str, int], tuple[Plan, Schedules, dict]] = field(default_factory=dict)
     """Per (allocator, alignment): the plan, and the schedules and op layouts every run of it shares."""
-    kernels: dict[tuple[str, int], CompiledRun] = field(default_factory=dict)
-    """Per (allocator, alignment): the plan compiled into one kernel (`mode="compiled"`)."""
+    kernels: dict[tuple[tuple[str, int], bool], CompiledRun] = field(default_factory=dict)
+    """Per (allocator, alignment) and whether inline in an enclosing computation: the plan compiled
+    into one kernel (`mode="compiled"`)."""
     donated: tuple[int, ...] = ()
     """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
     phases: Phases = field(default_factory=Phases)
@@ -194,22 +196,24 @@ class _Traced:
                     delete(flat_args[k])
         return outputs, arena_bytes, copied
 
-    def compiled(self, key: tuple[str, int]) -> CompiledRun:
+    def compiled(self, key: tuple[str, int], inline: bool = False) -> CompiledRun:
         """The kernel of the plan for `key`, planned on first use (with the outputs inside the arena: a
         value computed out of the arena and kept beside it until the kernel returns would make XLA
-        copy the arena to keep reading it after later writes)."""
-        if key not in self.kernels:
+        copy the arena to keep reading it after later writes). A kernel `inline` in an enclosing
+        computation runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop
+        into one kernel (`one_kernel`) inside a computation that is not the kernel's own."""
+        if (key, inline) not in self.kernels:
             with self.phases.timed("plan"):
                 plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
                 functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
-                self.kernels[key] = CompiledRun(
+                self.kernels[key, inline] = CompiledRun(
                     plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
-                    self.closed_jaxpr.out_avals,
+                    self.closed_jaxpr.out_avals, small_loops=not inline,
                 )
-        return self.kernels[key]
+        return self.kernels[key, inline]
 
     def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
-        first = key not in self.kernels or self.kernels[key].kernel is None  # plan, trace and compile it
+        first = (key, False) not in self.kernels or self.kernels[key, False].kernel is None  # plan, trace, compile
         with _collector_paused() if first else contextlib.nullcontext():
             kernel = self.compiled(key)
             with self.phases.kernel() if first else contextlib.nullcontext():
@@ -398,7 +402,8 @@ class Planned:
             raise UnsupportedProgramError(f"static arguments must be hashable, as with jax.jit: {e}") from None
         if traced is None:
             donated = self._donated(statics, treedef)
-            with _collector_paused():
+            # outside any enclosing trace: the constants the module holds are arrays, not its tracers
+            with _collector_paused(), core.eval_context():
                 traced = self._cache[key] = self._trace(statics, treedef, avals)
             traced.donated = donated
         return traced
@@ -494,12 +499,20 @@ class Planned:
                 self._by_arrays[key] = traced
             _, args, kwargs = self._split(args, kwargs)
             flat_args = jax.tree_util.tree_leaves((args, kwargs))
-        if any(isinstance(x, core.Tracer) for x in flat_args):  # under a transformation: see `planned_call`
-            outputs = planned_call.bind(flat_args, traced.closed_jaxpr, self.options, _Program(self, traced))
-            return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
+        if any(isinstance(x, core.Tracer) for x in (*flat_args, *traced.closed_jaxpr.consts)):
+            return jax.tree_util.tree_unflatten(traced.out_tree, self._bind(traced, flat_args))
         if traced.donated:
             _check_donated(flat_args, traced.donated, args, kwargs)
         return jax.tree_util.tree_unflatten(traced.out_tree, self._run(traced, flat_args))
+
+    def _bind(self, traced: _Traced, flat_args) -> list:
+        """The call under a transformation: a `planned_call` of the traced program. Where the
+        function closes over values of an enclosing trace, they become arguments of the program."""
+        closed = traced.closed_jaxpr
+        if not any(isinstance(c, core.Tracer) for c in closed.consts):
+            return planned_call.bind(flat_args, closed, self.options, _Program(self, traced))
+        lifted = core.ClosedJaxpr(pe.convert_constvars_jaxpr(closed.jaxpr), ())
+        return planned_call_p.bind(*closed.consts, *flat_args, jaxpr=lifted, options=self.options)
 
     def _run(self, traced: _Traced, flat_args) -> tuple:
         """The flat outputs of one concrete call, its `last_run` recorded."""
@@ -526,7 +539,7 @@ class _Program:
         return self.planned._run(self.traced, flat_args)
 
     def inline(self, flat_args):
-        kernel = self.traced.compiled((self.planned.allocator, self.planned.alignment))
+        kernel = self.traced.compiled((self.planned.allocator, self.planned.alignment), inline=True)
         return kernel.inline(flat_args)
 
 

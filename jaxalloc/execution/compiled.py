@@ -95,6 +95,7 @@ import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src import core as jax_core
 from jax.experimental.xla_metadata import set_xla_metadata
 from jax.extend.core.primitives import jit_p
 from xdsl.dialects.builtin import ArrayAttr
@@ -1281,7 +1282,7 @@ class CompiledRun:
     """One planned module as one jitted function over a persistent, donated arena."""
 
     def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
-                 donated: Sequence[int] = (), out_avals: Sequence[Any] = ()):
+                 donated: Sequence[int] = (), out_avals: Sequence[Any] = (), small_loops: bool = True):
         self.arena_bytes, self.donated, self.functions = arena_bytes, tuple(donated), functions
         # the outputs' types: the kernel gives them their weak types, as `jax.jit` does, where a
         # conversion after each call would cost a dispatch of its own
@@ -1290,7 +1291,7 @@ class CompiledRun:
         granule = _granule(module, arena_bytes)
         self.word = functions.word = WORDS[min(granule, 4)]
         functions.paddable = granule >= 2 * self.word.itemsize
-        functions.small_loops = jax.default_backend() == "cpu"
+        functions.small_loops = small_loops and jax.default_backend() == "cpu"
         self._arena: jax.Array | None = None
         self.kernel: Callable | None = None
         self.jaxpr: jax.extend.core.ClosedJaxpr | None = None
@@ -1402,7 +1403,8 @@ class CompiledRun:
         that computation, no call of this `CompiledRun` holds it, and neither the copied bytes nor
         a wrong round count reach the caller."""
         if self.kernel is None:
-            self.compile([jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in map(jax.typeof, args)])
+            with jax_core.eval_context():  # built as at a call: its constants concrete, not the enclosing trace's
+                self.compile([jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in map(jax.typeof, args)])
         _, _, outputs = self.kernel(jnp.zeros(self.words, self.word), _ZERO, self._offsets, *args)
         return outputs
 

@@ -1,0 +1,121 @@
+"""JAX transformations of a program, applied alike to its planned function and to `jax.jit` of it.
+
+`TRANSFORMATIONS` maps a name to `apply(f, args)`: the result of that transformation of `f` on the
+program's example arguments. The derivatives are taken with respect to every floating-point leaf of
+the arguments (the others are held), of the sum of the floating-point outputs; `vmap` maps over two
+copies of the arguments, the second one's floats scaled. `transformed_differences` compares one
+transformation of a planned function with the same of `jax.jit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+
+def _is_float(x) -> bool:
+    return jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
+
+
+def _floats_apart(args):
+    """The floating-point leaves of `args`, and the function putting new ones back among the others."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    where = [i for i, x in enumerate(leaves) if _is_float(x)]
+
+    def rebuild(floats):
+        merged = list(leaves)
+        for i, x in zip(where, floats):
+            merged[i] = x
+        return jax.tree_util.tree_unflatten(tree, merged)
+
+    return [leaves[i] for i in where], rebuild
+
+
+def _total(out) -> jax.Array:
+    """The sum of every floating-point output, in float32: a loss to differentiate."""
+    return sum((jnp.sum(x.astype(jnp.float32)) for x in jax.tree_util.tree_leaves(out) if _is_float(x)), jnp.float32(0))
+
+
+def _loss(f: Callable, args) -> tuple[Callable, list]:
+    floats, rebuild = _floats_apart(args)
+    return (lambda floats: _total(f(*rebuild(floats)))), floats
+
+
+def _float_outputs(f: Callable, args) -> tuple[Callable, list]:
+    floats, rebuild = _floats_apart(args)
+    return (lambda floats: [x for x in jax.tree_util.tree_leaves(f(*rebuild(floats))) if _is_float(x)]), floats
+
+
+def _stacked(args):
+    """Two copies of `args` along a new leading axis, the second's floats scaled by 0.9."""
+    return jax.tree_util.tree_map(lambda x: jnp.stack([x, x * 0.9 if _is_float(x) else x]), args)
+
+
+def _grad(f, args):
+    loss, floats = _loss(f, args)
+    return jax.grad(loss)(floats)
+
+
+def _value_and_grad(f, args):
+    loss, floats = _loss(f, args)
+    return jax.value_and_grad(loss)(floats)
+
+
+def _vjp(f, args):
+    outputs, floats = _float_outputs(f, args)
+    out, pullback = jax.vjp(outputs, floats)
+    return out, pullback([jnp.ones_like(x) for x in out])
+
+
+def _jvp(f, args):
+    outputs, floats = _float_outputs(f, args)
+    return jax.jvp(outputs, (floats,), ([jnp.full_like(x, 0.5) for x in floats],))
+
+
+def _vmap(f, args):
+    return jax.vmap(lambda args: f(*args))(_stacked(args))
+
+
+def _vmap_of_grad(f, args):
+    return jax.vmap(lambda args: _grad(f, args))(_stacked(args))
+
+
+def _grad_of_vmap(f, args):
+    floats, rebuild = _floats_apart(_stacked(args))
+    return jax.grad(lambda floats: _total(jax.vmap(lambda a: f(*a))(rebuild(floats))))(floats)
+
+
+def _scan(f, args):
+    """`f` as a `lax.scan` body over two rounds, once per stacked copy of the arguments."""
+    return lax.scan(lambda carry, a: (carry, f(*a)), jnp.int32(0), _stacked(args))[1]
+
+
+TRANSFORMATIONS: dict[str, Callable] = {
+    "grad": _grad,
+    "value_and_grad": _value_and_grad,
+    "vjp": _vjp,
+    "jvp": _jvp,
+    "jit": lambda f, args: jax.jit(f)(*args),
+    "jit_of_grad": lambda f, args: jax.jit(lambda *a: _grad(f, a))(*args),
+    "vmap": _vmap,
+    "vmap_of_grad": _vmap_of_grad,
+    "grad_of_vmap": _grad_of_vmap,
+    "scan": _scan,
+}
+
+
+def differentiable(args) -> bool:
+    """Whether the arguments have a floating-point leaf to differentiate by."""
+    return bool(_floats_apart(args)[0])
+
+
+DERIVATIVES = frozenset({"grad", "value_and_grad", "vjp", "jvp", "jit_of_grad", "vmap_of_grad", "grad_of_vmap"})
+"""The transformations that differentiate: they need a floating-point argument."""
+
+
+def as_numpy(tree):
+    return jax.tree_util.tree_map(np.asarray, tree)
