@@ -15,6 +15,7 @@ _HOMES = {
     "TraceFormatError": "jaxalloc.errors",
     "UnsupportedProgramError": "jaxalloc.errors",
     "planned": "jaxalloc.api",
+    "plans": "jaxalloc.api",
 }
 
 __all__ = sorted(_HOMES)

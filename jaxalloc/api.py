@@ -18,7 +18,6 @@ from typing import Any, overload
 import jax
 import numpy as np
 from jax._src import api_util, core
-from jax._src.interpreters import partial_eval as pe
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
@@ -35,7 +34,7 @@ from jaxalloc.passes.canonicalize import CanonicalizePass, canonicalize
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.fusion import FusePass
 from jaxalloc.passes.schedule import SchedulePass
-from jaxalloc.planned_call import DEFAULT_PASSES, Options, planned_call_p
+from jaxalloc.planned_call import DEFAULT_PASSES, Options
 from jaxalloc import planned_call
 from jaxalloc.planning.plan import Plan, make_plan
 
@@ -167,6 +166,9 @@ class _Traced:
     """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
     phases: Phases = field(default_factory=Phases)
     """The work of calls so far that no call has reported yet (`RunStats.phases`)."""
+    closed_over: tuple = ()
+    """Values of an enclosing trace the function closes over: JAX makes them the program's first
+    arguments."""
 
     def run(self, flat_args, planned: Planned, listeners) -> tuple[PythonValues, int, int]:
         """Interpret the module on flat arguments, in the arena or eagerly; returns the outputs, the
@@ -446,7 +448,7 @@ class Planned:
         for pass_name in self.passes:
             with phases.timed(pass_name):
                 _run_pass(pass_name, converted)
-        return _Traced(closed, out_tree, converted, phases=phases)
+        return _Traced(closed, out_tree, converted, phases=phases, closed_over=tuple(traced._consts))
 
     def trace(self, *args, **kwargs) -> core.ClosedJaxpr:
         """The ClosedJaxpr this function traces to for these arguments."""
@@ -499,20 +501,14 @@ class Planned:
                 self._by_arrays[key] = traced
             _, args, kwargs = self._split(args, kwargs)
             flat_args = jax.tree_util.tree_leaves((args, kwargs))
-        if any(isinstance(x, core.Tracer) for x in (*flat_args, *traced.closed_jaxpr.consts)):
-            return jax.tree_util.tree_unflatten(traced.out_tree, self._bind(traced, flat_args))
+        if traced.closed_over or any(isinstance(x, core.Tracer) for x in flat_args):
+            # under a transformation: see `planned_call`
+            outputs = planned_call.bind([*traced.closed_over, *flat_args], traced.closed_jaxpr, self.options,
+                                        _Program(self, traced))
+            return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
         if traced.donated:
             _check_donated(flat_args, traced.donated, args, kwargs)
         return jax.tree_util.tree_unflatten(traced.out_tree, self._run(traced, flat_args))
-
-    def _bind(self, traced: _Traced, flat_args) -> list:
-        """The call under a transformation: a `planned_call` of the traced program. Where the
-        function closes over values of an enclosing trace, they become arguments of the program."""
-        closed = traced.closed_jaxpr
-        if not any(isinstance(c, core.Tracer) for c in closed.consts):
-            return planned_call.bind(flat_args, closed, self.options, _Program(self, traced))
-        lifted = core.ClosedJaxpr(pe.convert_constvars_jaxpr(closed.jaxpr), ())
-        return planned_call_p.bind(*closed.consts, *flat_args, jaxpr=lifted, options=self.options)
 
     def _run(self, traced: _Traced, flat_args) -> tuple:
         """The flat outputs of one concrete call, its `last_run` recorded."""
@@ -534,6 +530,17 @@ class _Program:
 
     planned: Planned
     traced: _Traced
+
+    @property
+    def name(self) -> str:
+        return self.traced.converted.func.sym_name.data
+
+    @functools.cached_property
+    def plan(self) -> Plan:
+        """The plan this program runs in its mode: compiled mode's holds the outputs in the arena."""
+        options = self.planned.options
+        return make_plan(self.traced.converted.module, options.allocator, options.alignment,
+                         include_outputs=options.mode == "compiled", donated=self.traced.donated)
 
     def run(self, flat_args):
         return self.planned._run(self.traced, flat_args)
@@ -557,6 +564,15 @@ def _derived_program(jaxpr: core.ClosedJaxpr, options: Options, name: str) -> _P
 
 
 planned_call.make_runner = _derived_program
+
+
+def plans(fun: Callable, *args, **kwargs) -> dict[str, Plan]:
+    """The plan of every planned function `fun` calls on these arguments (arrays or
+    ShapeDtypeStructs), by program name, the programs a transformation derived included:
+    `plans(jax.grad(planned(loss)), params)` gives the plans of `loss_fwd` (the forward program,
+    which also returns the residuals) and of `loss_lin_bwd` (the backward program)."""
+    runners = planned_call.programs(jax.make_jaxpr(fun)(*args, **kwargs).jaxpr)
+    return {runner.name: runner.plan for runner in runners}
 
 
 def _check_donated(flat_args, donated: tuple[int, ...], args, kwargs) -> None:

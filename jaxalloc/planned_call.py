@@ -46,6 +46,12 @@ class Options:
 class Runner(Protocol):
     """What runs one program with one `Options` (`jaxalloc.api`)."""
 
+    name: str
+
+    @property
+    def plan(self):
+        """The plan the program runs in its mode (a `jaxalloc.Plan`)."""
+
     def run(self, flat_args: Sequence[Any]) -> Sequence[Any]:
         """The outputs for concrete arguments."""
 
@@ -123,6 +129,31 @@ def _abstract_eval(*avals, jaxpr: core.ClosedJaxpr, options: Options):
 
 planned_call_p.def_impl(_impl)
 planned_call_p.def_effectful_abstract_eval(_abstract_eval)
+
+
+def _pp(eqn: core.JaxprEqn, context, settings):
+    """`planned_call[name=loss_fwd arena_bytes=... mode=compiled ...]`: what a program is and the
+    arena it takes (planned as it is printed, where it was not yet), then the program."""
+    options = eqn.params["options"]
+    runner = _runner(eqn.params["jaxpr"], options)
+    params = dict(name=runner.name, arena_bytes=runner.plan.arena_bytes, mode=options.mode,
+                  allocator=options.allocator, alignment=options.alignment, jaxpr=eqn.params["jaxpr"])
+    return core._pp_eqn(eqn.replace(params=params), context, settings)
+
+
+core.pp_eqn_rules[planned_call_p] = _pp
+
+
+def programs(jaxpr: core.Jaxpr) -> list[Runner]:
+    """The runner of every `planned_call` in `jaxpr` and in the jaxprs its equations hold, in order."""
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is planned_call_p:
+            found.append(_runner(eqn.params["jaxpr"], eqn.params["options"]))
+        else:
+            for inner in core.jaxprs_in_params(eqn.params):
+                found += programs(inner)
+    return found
 
 
 # lowering

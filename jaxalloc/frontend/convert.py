@@ -36,6 +36,7 @@ _INLINED_JAXPR_PARAM = {
     "remat2": "jaxpr",
     "custom_jvp_call": "call_jaxpr",
     "custom_vjp_call": "call_jaxpr",
+    "planned_call": "jaxpr",  # a planned function calling another: one program, one arena
 }
 
 

@@ -1,0 +1,130 @@
+"""Planned functions under JAX's transformations, against the same transformations of `jax.jit`.
+
+Each cell takes a corpus or library program, a transformation (`transformations.TRANSFORMATIONS`:
+grad, value_and_grad, vjp, jvp, jit, jit of grad, vmap, vmap of grad, grad of vmap, scan over the
+function) and a mode, and checks that:
+- the result equals the transformation of `jax.jit(fn)` within the program's tolerance;
+- every program the transformation planned (the forward, backward, JVP and batched programs) has a
+  plan the static checker accepts, with no copy on any path, and its last run copied no byte;
+- afterwards the plain planned call still runs, and equals `jax.jit`'s.
+`SAMPLE` names the programs of the suite: every construct of the corpus (loops, branches, scans,
+custom rules, keys, pytrees, integer programs) and one program of each library. `JAXALLOC_THOROUGH=1`
+runs every program of both corpora, and `benchmarks/soak.py` the random programs.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import jaxalloc
+from corpus_programs import PROGRAMS as CORPUS
+from differential import THOROUGH, assert_same, program_tolerance
+from jaxalloc import planned_call
+from library_programs import PROGRAMS as LIBRARY
+from transformations import DERIVATIVES, TRANSFORMATIONS, differentiable
+
+SAMPLE = {
+    "mlp_train_step", "convnet", "attention_grad", "layernorm", "scan_rnn", "scan_reverse", "newton_sqrt",
+    "fori_loop_dynamic", "cond_bool", "switch", "nested_while_cond_scan", "grad_through_scan", "checkpoint_grad",
+    "user_custom_vjp", "random_key_arg", "pytrees", "integer_math", "gather_scatter", "dynamic_slicing",
+    "eqx_mlp", "nnx_lstm_rnn", "haiku_mlp_train_step", "linen_attention", "diffrax_heun_t1", "optax_sgd_momentum_step",
+}
+CHECKED = ("grad", "jit", "vmap")
+"""The transformations run in checked mode too (op by op under the sanitizer: the slowest mode)."""
+
+GRADIENT_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+"""Derivatives go through other fusions than `jax.jit`'s: float32 sums in another order."""
+
+
+def _cells():
+    for program in CORPUS + LIBRARY:
+        if not THOROUGH and program.name not in SAMPLE:
+            continue
+        for name in TRANSFORMATIONS:
+            for mode in ("compiled", "checked"):
+                if THOROUGH or mode == "compiled" or name in CHECKED:
+                    yield pytest.param(program, name, mode, id=f"{program.name}-{name}-{mode}")
+
+
+@pytest.mark.parametrize("program, transformation, mode", list(_cells()))
+def test_a_transformed_planned_function_equals_the_transformed_jit(program, transformation, mode):
+    args = program.make_args()
+    if transformation in DERIVATIVES and not differentiable(args):
+        pytest.skip("no floating-point argument to differentiate by")
+    apply = TRANSFORMATIONS[transformation]
+    planned = jaxalloc.planned(program.fn, mode=mode)
+    expected = apply(jax.jit(program.fn), args)
+    got = apply(planned, args)
+    tolerance = program_tolerance(planned.trace(*args))
+    if transformation in DERIVATIVES:
+        tolerance = {k: max(v, GRADIENT_TOLERANCE[k]) for k, v in tolerance.items()}
+    assert_same(got, expected, tolerance)
+
+    for runner in planned_call.programs(jax.make_jaxpr(lambda a: apply(planned, a))(args).jaxpr):
+        assert runner.plan.check().copies == (), runner.name
+        if runner.planned.last_run is not None:
+            assert runner.planned.last_run.copied_bytes == 0, runner.name
+    assert_same(planned(*args), jax.jit(program.fn)(*args), tolerance)
+
+
+def test_grad_of_a_planned_function_is_jax_s():
+    """The minimal form of the silent wrong gradient: zeros, where the arena's bitcasts stopped it."""
+    f = lambda x: jnp.sum(jnp.sin(x) * x)  # noqa: E731
+    x = jnp.arange(4.0)
+    for mode in ("compiled", "arena", "checked", "eager"):
+        assert_same(jax.grad(jaxalloc.planned(f, mode=mode))(x), jax.grad(f)(x))
+        assert_same(jax.jvp(jaxalloc.planned(f, mode=mode), (x,), (jnp.ones(4),)), jax.jvp(f, (x,), (jnp.ones(4),)))
+
+
+def test_make_jaxpr_shows_one_planned_call_with_its_arena():
+    planned = jaxalloc.planned(lambda x: jnp.tanh(x) * 2.0)
+    jaxpr = jax.make_jaxpr(planned)(jnp.ones(16))
+    (eqn,) = jaxpr.eqns
+    assert eqn.primitive is planned_call.planned_call_p
+    assert f"arena_bytes={planned.plan(jnp.ones(16), include_outputs=True).arena_bytes}" in str(jaxpr)
+    assert jax.eval_shape(planned, jnp.ones(16)).shape == (16,)
+
+
+def test_a_transformation_keeps_no_tracer_in_the_planned_function():
+    """A wrapper that traces once (`eval_shape`, `make_jaxpr`, `jit`) leaves nothing behind that a
+    later plain call would read."""
+    planned = jaxalloc.planned(lambda x: jnp.cumsum(x) * 3.0)
+    x = jnp.arange(5.0)
+    jax.eval_shape(planned, x)
+    jax.make_jaxpr(planned)(x)
+    jax.jit(planned)(x)
+    jax.lax.scan(lambda c, _: (planned(c), None), x, length=2)
+    assert_same(planned(x), jnp.cumsum(x) * 3.0)
+
+
+def test_the_gradient_runs_two_planned_kernels():
+    """`jax.grad` of a planned loss plans the forward program (which also returns the residuals)
+    and the backward program, and `jaxalloc.plans` shows both, each accepted by the checker."""
+
+    def loss(w, x):
+        return jnp.sum(jnp.tanh(x @ w) ** 2)
+
+    w, x = jnp.ones((8, 4)), jnp.ones((16, 8))
+    found = jaxalloc.plans(jax.grad(jaxalloc.planned(loss)), w, x)
+    assert sorted(found) == ["loss_fwd", "loss_lin_bwd"]
+    for plan in found.values():
+        assert plan.arena_bytes > 0 and plan.check().copies == ()
+
+
+def test_a_function_closing_over_a_traced_value_takes_it_as_an_argument():
+    def outer(x, y):
+        return jaxalloc.planned(lambda x: jnp.sin(x) * y)(x)
+
+    x, y = jnp.arange(3.0), jnp.float32(2.0)
+    assert_same(jax.jit(outer)(x, y), jnp.sin(x) * y)
+    assert_same(jax.grad(lambda y: outer(x, y).sum())(y), jnp.sin(x).sum())
+
+
+def test_a_planned_function_inside_another_is_planned_with_it():
+    inner = jaxalloc.planned(lambda x: jnp.sin(x) * 2.0)
+    outer = jaxalloc.planned(lambda x: inner(x) + 1.0)
+    x = jnp.arange(3.0)
+    assert_same(outer(x), jnp.sin(x) * 2.0 + 1.0)
+    assert "planned_call" not in str(outer.lower(x))
