@@ -17,6 +17,7 @@ transformation without a rule is JAX's own error, never a wrong value.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -168,14 +169,36 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: core.ClosedJaxpr, opt
         fun = _runner(jaxpr, options).inline
         fun = lambda *xs, fun=fun: list(fun(xs))  # noqa: E731
     else:
-        runner = _runner(jaxpr, options)
-        shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in jaxpr.out_avals]
-
-        def fun(*xs):
-            return jax.pure_callback(lambda *host: [jax.numpy.asarray(o) for o in runner.run(
-                [jax.numpy.asarray(h) for h in host])], shapes, *xs)
-
+        fun = _called_back(_runner(jaxpr, options), jaxpr)
     return mlir.lower_fun(fun, multiple_results=True)(ctx, *args)
+
+
+def _is_key(aval) -> bool:
+    return jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key)
+
+
+def _called_back(runner: Runner, jaxpr: core.ClosedJaxpr) -> Callable:
+    """The op-by-op runner as a host callback of the enclosing computation; typed PRNG keys cross
+    as their data, which a callback can take and return."""
+
+    def as_data(x, aval):
+        return jax.random.key_data(x) if _is_key(aval) else x
+
+    def as_value(x, aval):
+        return jax.random.wrap_key_data(x, impl=aval.dtype._impl) if _is_key(aval) else jax.numpy.asarray(x)
+
+    def on_host(*xs):
+        outs = runner.run([as_value(x, a) for x, a in zip(xs, jaxpr.in_avals)])
+        return [as_data(x, a) for x, a in zip(outs, jaxpr.out_avals)]
+
+    shapes = [jax.eval_shape(functools.partial(as_data, aval=a), jax.ShapeDtypeStruct(a.shape, a.dtype))
+              for a in jaxpr.out_avals]
+
+    def fun(*xs):
+        outs = jax.pure_callback(on_host, shapes, *(as_data(x, a) for x, a in zip(xs, jaxpr.in_avals)))
+        return [as_value(x, a) for x, a in zip(outs, jaxpr.out_avals)]
+
+    return fun
 
 
 mlir.register_lowering(planned_call_p, _lowering)

@@ -580,3 +580,16 @@ def test_a_compiled_call_reports_its_arena_and_copies():
     run = planned.last_run
     assert run.mode == "compiled" and run.copied_bytes == 0
     assert run.arena_bytes == planned.plan(*STEP_ARGS, include_outputs=True).arena_bytes
+
+
+@pytest.mark.parametrize("fn", [
+    lambda k, x: lax.fori_loop(0, 3, lambda i, c: c + jax.random.uniform(k, c.shape), x),
+    lambda k, x: lax.scan(lambda c, i: (c + jax.random.uniform(jax.random.fold_in(k, i), c.shape), None), x,
+                          jnp.arange(3))[0],
+    lambda k, x: lax.fori_loop(0, 3, lambda i, c: (jax.random.split(c[0])[0], c[1] + jax.random.uniform(c[0], x.shape)),
+                               (k, x))[1],
+], ids=["key read in a loop", "key folded in a scan", "key carried and split in a loop"])
+@pytest.mark.parametrize("passes", [(), DEFAULT_PASSES], ids=["as traced", "pipeline"])
+def test_a_typed_key_read_or_carried_in_a_loop_runs_compiled(fn, passes):
+    """A loop that takes a typed PRNG key runs as its ops' kernels: no key enters a one-kernel call."""
+    check_program(fn, jax.random.key(0), jnp.zeros(4), mode="compiled", passes=passes)

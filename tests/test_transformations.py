@@ -7,12 +7,16 @@ function) and a mode, and checks that:
 - every program the transformation planned (the forward, backward, JVP and batched programs) has a
   plan the static checker accepts, with no copy on any path, and its last run copied no byte;
 - afterwards the plain planned call still runs, and equals `jax.jit`'s.
+Where JAX cannot transform the program (reverse mode through a `while_loop`, forward mode through a
+`custom_vjp`), the planned function raises the same error as `jax.jit`'s.
 `SAMPLE` names the programs of the suite: every construct of the corpus (loops, branches, scans,
 custom rules, keys, pytrees, integer programs) and one program of each library. `JAXALLOC_THOROUGH=1`
 runs every program of both corpora, and `benchmarks/soak.py` the random programs.
 """
 
 from __future__ import annotations
+
+import re
 
 import jax
 import jax.numpy as jnp
@@ -55,7 +59,12 @@ def test_a_transformed_planned_function_equals_the_transformed_jit(program, tran
         pytest.skip("no floating-point argument to differentiate by")
     apply = TRANSFORMATIONS[transformation]
     planned = jaxalloc.planned(program.fn, mode=mode)
-    expected = apply(jax.jit(program.fn), args)
+    try:
+        expected = apply(jax.jit(program.fn), args)
+    except Exception as e:  # JAX itself cannot: reverse mode through a while_loop, forward mode of a custom_vjp
+        with pytest.raises(type(e), match=re.escape(str(e).splitlines()[0])):
+            apply(planned, args)
+        return
     got = apply(planned, args)
     tolerance = program_tolerance(planned.trace(*args))
     if transformation in DERIVATIVES:

@@ -756,7 +756,7 @@ class CompiledFunctions(ArenaFunctions):
         # its value. Integers and booleans stay arguments: one XLA sees may fix a loop's trip count
         # or a branch, and a loop or branch it removes hands the arena on, which it then copies
         # (random program 604, a `fori_loop` of `x * 0` rounds)
-        known = [jnp.shape(c) == () and jnp.result_type(c).kind == "f" and not isinstance(c, jax.core.Tracer)
+        known = [jnp.shape(c) == () and jnp.issubdtype(jnp.result_type(c), jnp.floating) and not isinstance(c, jax.core.Tracer)
                  for c in traced.consts]
         outside = [*start[1:], *(c for c, k in zip(traced.consts, known) if not k)]  # what the call takes besides the arena
         if all(map(_hideable, outside)):
@@ -1114,7 +1114,7 @@ def _read_all(inputs: Sequence[Any], base: jax.Array) -> jax.Array:
     """`base` made to depend on the first element of every input (of bool, int or float elements),
     in a branch that never runs but that XLA cannot drop, as it cannot see `base`."""
     seen = sum(lax.convert_element_type(jnp.ravel(x)[0], jnp.int32) for x in inputs
-               if math.prod(jnp.shape(x)) and jnp.result_type(x).kind in "biuf")
+               if math.prod(jnp.shape(x)) and _of_numbers(jnp.result_type(x)))
     return lax.select(base == _UNSEEN, base + seen, base)
 
 
@@ -1125,7 +1125,12 @@ copied as it enters the call (`one_kernel`)."""
 
 def _hideable(x) -> bool:
     size, dtype = math.prod(jnp.shape(x)), jnp.result_type(x)
-    return 0 < size and size * dtype.itemsize <= HIDDEN_BYTES and dtype.kind in "biuf"
+    return 0 < size and _of_numbers(dtype) and size * dtype.itemsize <= HIDDEN_BYTES
+
+
+def _of_numbers(dtype) -> bool:
+    """Whether elements of `dtype` are bools, integers or floats (not complex numbers or PRNG keys)."""
+    return not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and dtype.kind in "biuf"
 
 
 def _hidden(x, unseen: jax.Array) -> jax.Array:
