@@ -74,7 +74,7 @@ make_runner: Callable[[core.ClosedJaxpr, Options, str], Runner] | None = None
 def bind(flat_args: Sequence[Any], jaxpr: core.ClosedJaxpr, options: Options, runner: Runner) -> list[Any]:
     """`planned_call` of `jaxpr` on `flat_args`, run by `runner` wherever it runs concretely."""
     _runners.setdefault(jaxpr, {})[options] = runner
-    return planned_call_p.bind(*flat_args, jaxpr=jaxpr, options=options)
+    return _call(*flat_args, jaxpr=jaxpr, options=options)
 
 
 _names: weakref.WeakKeyDictionary[core.ClosedJaxpr, str] = weakref.WeakKeyDictionary()
@@ -125,7 +125,26 @@ def _impl(*args, jaxpr: core.ClosedJaxpr, options: Options):
 
 
 def _abstract_eval(*avals, jaxpr: core.ClosedJaxpr, options: Options):
-    return jaxpr.out_avals, jaxpr.effects
+    return _out_avals(jaxpr, avals), jaxpr.effects
+
+
+def _manual_axes(avals) -> frozenset:
+    """The manual mesh axes (inside `shard_map`) any of `avals` varies over."""
+    return frozenset().union(*(a.mat.varying for a in avals if isinstance(a, core.ShapedArray)))
+
+
+def _out_avals(jaxpr: core.ClosedJaxpr, in_avals) -> list:
+    """The program's output types; inside `shard_map`, each varies over every axis an input does."""
+    vma = _manual_axes(in_avals)
+    return [a.update(manual_axis_type=core.ManualAxisType(varying=vma)) if vma else a for a in jaxpr.out_avals]
+
+
+def _call(*args, jaxpr: core.ClosedJaxpr, options: Options) -> list:
+    """`planned_call` of `jaxpr`. Inside `shard_map` every input is first cast to vary over every
+    manual axis any input varies over: the program computes each shard's outputs from all its
+    inputs, and the cast of an input that does not vary transposes to the `psum` of its cotangent
+    that a gradient needs."""
+    return planned_call_p.bind(*core.auto_insert_reshard(*args), jaxpr=jaxpr, options=options)
 
 
 planned_call_p.def_impl(_impl)
@@ -210,7 +229,7 @@ mlir.register_lowering(planned_call_p, _lowering)
 def _jvp(primals, tangents, *, jaxpr: core.ClosedJaxpr, options: Options):
     nonzeros = [type(t) is not ad.Zero for t in tangents]
     jvp_jaxpr, out_nonzeros = _jvp_program(jaxpr, tuple(nonzeros))
-    outs = planned_call_p.bind(*primals, *_nonzero(tangents, nonzeros), jaxpr=jvp_jaxpr, options=options)
+    outs = _call(*primals, *_nonzero(tangents, nonzeros), jaxpr=jvp_jaxpr, options=options)
     primals_out, tangents_out = _split(outs, len(jaxpr.out_avals))
     return primals_out, _with_zeros(tangents_out, out_nonzeros, jaxpr.out_avals)
 
@@ -231,14 +250,14 @@ def _linearize(is_vjp: bool, nonzeros: Sequence[bool], *primals, jaxpr: core.Clo
     """The forward program (outputs, then residuals) planned and run now; the linear program of the
     tangents planned where it runs (transposed, for reverse mode)."""
     forward, residuals_out, out_nonzeros, forwarded, tangent = _linear_programs(jaxpr, tuple(nonzeros), is_vjp)
-    outs = planned_call_p.bind(*primals, jaxpr=forward, options=options)
+    outs = _call(*primals, jaxpr=forward, options=options)
     primals_out, computed = _split(outs, len(outs) - residuals_out)
     computed = iter(computed)
     inputs = [*jaxpr.consts, *primals]
     residuals = [next(computed) if k is None else inputs[k] for k in forwarded]
 
     def tangent_fun(residuals, *tangents):
-        outs = planned_call_p.bind(*residuals, *_nonzero(tangents, nonzeros), jaxpr=tangent, options=options)
+        outs = _call(*residuals, *_nonzero(tangents, nonzeros), jaxpr=tangent, options=options)
         return _with_zeros(outs, out_nonzeros, jaxpr.out_avals)
 
     return primals_out, out_nonzeros, residuals, tangent_fun
@@ -260,10 +279,11 @@ def _partial_eval(trace: pe.JaxprTrace, *tracers, jaxpr: core.ClosedJaxpr, optio
     unknowns = tuple(not t.pval.is_known() for t in tracers)
     known_jaxpr, unknown_jaxpr, out_unknowns, residual_avals = _partial_programs(jaxpr, unknowns)
     known_args = [t.pval.get_known() for t in tracers if t.pval.is_known()]
-    outs = planned_call_p.bind(*known_args, jaxpr=known_jaxpr, options=options)
+    outs = _call(*known_args, jaxpr=known_jaxpr, options=options)
     known_outs, residuals = _split(outs, len(outs) - len(residual_avals))
     staged_in = [*map(trace.new_instantiated_const, residuals), *(t for t in tracers if not t.pval.is_known())]
-    staged_out = [pe.JaxprTracer(trace, pe.PartialVal.unknown(a), None) for a in unknown_jaxpr.out_avals]
+    staged_out = [pe.JaxprTracer(trace, pe.PartialVal.unknown(a), None)
+                  for a in _out_avals(unknown_jaxpr, [t.aval for t in staged_in])]
     recipe = pe.new_eqn_recipe(trace, staged_in, staged_out, planned_call_p, dict(jaxpr=unknown_jaxpr, options=options),
                                unknown_jaxpr.effects, source_info_util.current())
     for t in staged_out:
@@ -295,7 +315,7 @@ def _transpose(cts, *args, jaxpr: core.ClosedJaxpr, options: Options):
     nonzero_cts = tuple(type(c) is not ad.Zero for c in cts)
     backward = _transposed(jaxpr, linear, nonzero_cts)
     known = [a for a, lin in zip(args, linear) if not lin]
-    outs = iter(planned_call_p.bind(*known, *_nonzero(cts, nonzero_cts), jaxpr=backward, options=options))
+    outs = iter(_call(*known, *_nonzero(cts, nonzero_cts), jaxpr=backward, options=options))
     return [next(outs) if lin else None for lin in linear]
 
 
@@ -347,10 +367,10 @@ def _batch(axis_data, args, dims, *, jaxpr: core.ClosedJaxpr, options: Options):
     """The `vmap` of the program, planned, every batched operand and result on axis 0."""
     mapped = tuple(d is not None for d in dims)
     if not any(mapped):
-        return planned_call_p.bind(*args, jaxpr=jaxpr, options=options), [None] * len(jaxpr.out_avals)
+        return _call(*args, jaxpr=jaxpr, options=options), [None] * len(jaxpr.out_avals)
     args = [batching.moveaxis(x, d, 0) if m and d != 0 else x for x, d, m in zip(args, dims, mapped)]
     batched = _batched(jaxpr, mapped, axis_data.size, axis_data.name)
-    return planned_call_p.bind(*args, jaxpr=batched, options=options), [0] * len(jaxpr.out_avals)
+    return _call(*args, jaxpr=batched, options=options), [0] * len(jaxpr.out_avals)
 
 
 @weakref_lru_cache
