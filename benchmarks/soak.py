@@ -15,7 +15,7 @@ jaxalloc that raised or ran: converting, tracing, planning, running), `generator
 is wrong, or `jax.jit` fails on it), `jit disagrees with disable_jit` (passed against
 `jax.disable_jit()`; `differential.py` reports it) and `worker crashed`.
 
-    python benchmarks/soak.py [--seeds 20000] [--start 0] [--mode checked] [--jobs 2] [--results soak.jsonl]
+    python benchmarks/soak.py [--seeds 20000] [--start 0] [--mode checked] [--jobs 2] [--results soak.jsonl] [--transform grad]
     python benchmarks/soak.py --summarize soak.jsonl [more.jsonl ...]
 
 It runs in chunks: `--start S --seeds N` checks seeds S to S+N-1, and the last line names the
@@ -25,7 +25,9 @@ tables of all the chunks in the files. `--mode checked` is the sanitizer mode, w
 `jaxalloc.PlanViolation`; where this jaxalloc has no such mode the soak says so and runs `arena`.
 `--passes` are the jx passes run before planning (default: the pipeline a planned function runs,
 `jx-dce,jx-canonicalize,jx-fuse,jx-schedule`; `--passes ''` plans each program as generated, dead
-code and all). Workers share JAX's persistent
+code and all). `--transform grad` (or any name of `tests/transformations.py`) checks each program
+under that JAX transformation against the same of `jax.jit` (`check_transformed`): every program
+the transformation derives planned, checked and run. Workers share JAX's persistent
 compilation cache (`--compilation-cache`): the programs are made of the same few small kernels.
 """
 
@@ -175,10 +177,12 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = ()) -> dict:
-    """One seed's outcome: its features, failure class (None if it passed) and a line about it."""
+def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = (), transform: str | None = None) -> dict:
+    """One seed's outcome: its features, failure class (None if it passed) and a line about it. With
+    `transform`, the program is checked under that JAX transformation (`tests/transformations.py`)."""
     from random_programs import random_program
     from test_random_programs import check_random_program
+    from transformations import check_transformed
 
     start = time.perf_counter()
     outcome = {"seed": seed, "features": [], "class": None, "detail": ""}
@@ -192,7 +196,11 @@ def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = ())
         signal.signal(signal.SIGALRM, _alarm)
         signal.alarm(timeout)
     try:
-        planned = check_random_program(program, mode, passes)
+        if transform:
+            check_transformed(program.fn, program.args, transform, mode, passes)
+            planned = None
+        else:
+            planned = check_random_program(program, mode, passes)
         disagreement = getattr(planned, "jit_disagreement", None)
         if disagreement is not None:  # passed against jax.disable_jit(), reported by differential.py
             outcome.update({"class": "jit disagrees with disable_jit", "detail": disagreement.message.splitlines()[0]})
@@ -278,12 +286,12 @@ def resolve_mode(mode: str) -> str:
 
 
 def run(seeds: list[int], mode: str, jobs: int, timeout: int, recycle: int, sink, cache: str | None = None,
-        passes: tuple[str, ...] = ()) -> None:
+        passes: tuple[str, ...] = (), transform: str | None = None) -> None:
     """Check `seeds` on `jobs` worker processes (in this one with 0), passing each outcome to `sink`."""
     if jobs <= 0:
         _init_worker(cache)
         for seed in seeds:
-            sink(check_seed(seed, mode, timeout, passes))
+            sink(check_seed(seed, mode, timeout, passes, transform))
         return
     pending = list(reversed(seeds))
     while pending:
@@ -295,7 +303,7 @@ def run(seeds: list[int], mode: str, jobs: int, timeout: int, recycle: int, sink
                 while pending or running:
                     while pending and len(running) < 2 * jobs:
                         seed = pending.pop()
-                        running[pool.submit(check_seed, seed, mode, timeout, passes)] = seed
+                        running[pool.submit(check_seed, seed, mode, timeout, passes, transform)] = seed
                     done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
                     for future in done:
                         seed = running.pop(future)
@@ -323,6 +331,8 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--mode", default="checked", help="mode of the planned runs (default checked)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2; 0 runs in this process)")
+    parser.add_argument("--transform", help="check each program under this JAX transformation of tests/transformations.py "
+                        "(grad, value_and_grad, vjp, jvp, jit, jit_of_grad, vmap, vmap_of_grad, grad_of_vmap, scan)")
     parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), help="jx passes run before planning, "
                         "comma-separated (default: the pipeline planned functions run; '' plans each program as generated)")
     parser.add_argument("--timeout", type=int, default=120, help="seconds a program may take (default 120; 0: none)")
@@ -381,14 +391,16 @@ def main() -> int:
         signal.signal(signal.SIGINT, interrupt)
     interrupted = False
     try:
-        run(todo, mode, args.jobs, args.timeout, args.recycle, sink, args.compilation_cache or None, passes)
+        run(todo, mode, args.jobs, args.timeout, args.recycle, sink, args.compilation_cache or None, passes,
+            args.transform)
     except KeyboardInterrupt:
         interrupted = True
         print(f"soak: interrupted after {done:,} seeds", file=sys.stderr)
     finally:
         if out:
             out.close()
-    print(f"mode {mode!r}, passes {passes}, seeds {seeds.start} to {seeds.stop - 1}\n")
+    under = f", under {args.transform}" if args.transform else ""
+    print(f"mode {mode!r}, passes {passes}{under}, seeds {seeds.start} to {seeds.stop - 1}\n")
     print("\n".join(report(outcomes)))
     if interrupted:
         resume = "run the same command again to go on" if args.results else "rerun the chunk (or add --results FILE)"

@@ -16,18 +16,16 @@ runs every program of both corpora, and `benchmarks/soak.py` the random programs
 
 from __future__ import annotations
 
-import re
-
 import jax
 import jax.numpy as jnp
 import pytest
 
 import jaxalloc
 from corpus_programs import PROGRAMS as CORPUS
-from differential import THOROUGH, assert_same, program_tolerance
+from differential import THOROUGH, assert_same
 from jaxalloc import planned_call
 from library_programs import PROGRAMS as LIBRARY
-from transformations import DERIVATIVES, TRANSFORMATIONS, differentiable
+from transformations import DERIVATIVES, TRANSFORMATIONS, check_transformed, differentiable
 
 SAMPLE = {
     "mlp_train_step", "convnet", "attention_grad", "layernorm", "scan_rnn", "scan_reverse", "newton_sqrt",
@@ -37,10 +35,6 @@ SAMPLE = {
 }
 CHECKED = ("grad", "jit", "vmap")
 """The transformations run in checked mode too (op by op under the sanitizer: the slowest mode)."""
-
-GRADIENT_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
-"""Derivatives go through other fusions than `jax.jit`'s: float32 sums in another order."""
-
 
 def _cells():
     for program in CORPUS + LIBRARY:
@@ -57,25 +51,7 @@ def test_a_transformed_planned_function_equals_the_transformed_jit(program, tran
     args = program.make_args()
     if transformation in DERIVATIVES and not differentiable(args):
         pytest.skip("no floating-point argument to differentiate by")
-    apply = TRANSFORMATIONS[transformation]
-    planned = jaxalloc.planned(program.fn, mode=mode)
-    try:
-        expected = apply(jax.jit(program.fn), args)
-    except Exception as e:  # JAX itself cannot: reverse mode through a while_loop, forward mode of a custom_vjp
-        with pytest.raises(type(e), match=re.escape(str(e).splitlines()[0])):
-            apply(planned, args)
-        return
-    got = apply(planned, args)
-    tolerance = program_tolerance(planned.trace(*args))
-    if transformation in DERIVATIVES:
-        tolerance = {k: max(v, GRADIENT_TOLERANCE[k]) for k, v in tolerance.items()}
-    assert_same(got, expected, tolerance)
-
-    for runner in planned_call.programs(jax.make_jaxpr(lambda a: apply(planned, a))(args).jaxpr):
-        assert runner.plan.check().copies == (), runner.name
-        if runner.planned.last_run is not None:
-            assert runner.planned.last_run.copied_bytes == 0, runner.name
-    assert_same(planned(*args), jax.jit(program.fn)(*args), tolerance)
+    check_transformed(program.fn, args, transformation, mode)
 
 
 def test_grad_of_a_planned_function_is_jax_s():

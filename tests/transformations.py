@@ -3,18 +3,23 @@
 `TRANSFORMATIONS` maps a name to `apply(f, args)`: the result of that transformation of `f` on the
 program's example arguments. The derivatives are taken with respect to every floating-point leaf of
 the arguments (the others are held), of the sum of the floating-point outputs; `vmap` maps over two
-copies of the arguments, the second one's floats scaled. `transformed_differences` compares one
-transformation of a planned function with the same of `jax.jit`.
+copies of the arguments, the second one's floats scaled.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+import pytest
+from differential import assert_same, program_tolerance
 from jax import lax
+
+import jaxalloc
+from jaxalloc import planned_call
+from jaxalloc.api import DEFAULT_PASSES
 
 
 def _is_float(x) -> bool:
@@ -117,5 +122,31 @@ DERIVATIVES = frozenset({"grad", "value_and_grad", "vjp", "jvp", "jit_of_grad", 
 """The transformations that differentiate: they need a floating-point argument."""
 
 
-def as_numpy(tree):
-    return jax.tree_util.tree_map(np.asarray, tree)
+GRADIENT_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+"""Derivatives go through other fusions than `jax.jit`'s: float32 sums in another order."""
+
+
+def check_transformed(fn: Callable, args, transformation: str, mode: str, passes=DEFAULT_PASSES) -> None:
+    """`transformation` of `planned(fn)` against the same of `jax.jit(fn)`: equal within the
+    program's tolerance (or both raising the same error, where JAX cannot transform it); every
+    program it planned accepted by the static checker with no copy, none of its runs copying a
+    byte; and the plain planned call still equal to `jax.jit`'s afterwards."""
+    apply = TRANSFORMATIONS[transformation]
+    planned = jaxalloc.planned(fn, mode=mode, passes=passes)
+    try:
+        expected = apply(jax.jit(fn), args)
+    except Exception as e:  # JAX itself cannot: reverse mode through a while_loop, forward mode of a custom_vjp
+        with pytest.raises(type(e), match=re.escape(str(e).splitlines()[0])):
+            apply(planned, args)
+        return
+    got = apply(planned, args)
+    tolerance = program_tolerance(planned.trace(*args))
+    if transformation in DERIVATIVES:
+        tolerance = {k: max(v, GRADIENT_TOLERANCE[k]) for k, v in tolerance.items()}
+    assert_same(got, expected, tolerance)
+
+    for runner in planned_call.programs(jax.make_jaxpr(lambda a: apply(planned, a))(args).jaxpr):
+        assert runner.plan.check().copies == (), f"{runner.name}: the checker finds copies"
+        if runner.planned.last_run is not None:
+            assert runner.planned.last_run.copied_bytes == 0, f"{runner.name}: its run copied bytes"
+    assert_same(planned(*args), jax.jit(fn)(*args), tolerance)
