@@ -353,7 +353,9 @@ def _dce(used_outputs: list[bool], eqn: core.JaxprEqn) -> tuple[list[bool], core
         return [True] * len(eqn.invars), eqn
     jaxpr: core.ClosedJaxpr = eqn.params["jaxpr"]
     pruned, used_inputs = pe.dce_jaxpr(jaxpr.jaxpr, used_outputs)
-    params = dict(eqn.params, jaxpr=core.ClosedJaxpr(pruned, jaxpr.consts))
+    closed = core.ClosedJaxpr(pruned, jaxpr.consts)
+    _names[closed] = _name(jaxpr)
+    params = dict(eqn.params, jaxpr=closed)
     new = pe.new_jaxpr_eqn([v for v, used in zip(eqn.invars, used_inputs) if used],
                            [v for v, used in zip(eqn.outvars, used_outputs) if used],
                            planned_call_p, params, pruned.effects, eqn.source_info, eqn.ctx)
