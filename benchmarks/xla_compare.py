@@ -13,6 +13,10 @@
    over XLA's temp, the size XLA's heap simulator reached for the same buffers. Every plan, XLA's
    own placement included, passed the independent checker.
 
+4. Derived programs: `jax.grad` of each loss of `models.py` through its planned function (the
+   forward program, which also returns the residuals, and the backward program, each planned) and
+   one `jax.vmap`, against XLA's `temp + output - alias` for `jax.jit` of the same transformation.
+
 The programs are those of `programs.py` and of `library_models.py` (optax, flax, equinox, `lax.switch`).
 
     python benchmarks/xla_compare.py [--programs mlp,cnn] [--allocators nnc,best]
@@ -22,11 +26,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
+import jax
+import models
 from library_models import library_programs_list
 from programs import ALIGNMENT, chosen_programs
 
 from jaxalloc import planned
+from jaxalloc.planned_call import planned_call_p, runner
+from jaxalloc.xla.memory import XlaComparison, xla_memory
 from jaxalloc.reports.text import format_size
 from jaxalloc.xla.buffers import replan_xla_buffers
 
@@ -144,6 +153,56 @@ def xla_buffers(chosen, allocators) -> list:
     return replans
 
 
+def derived_programs() -> list[tuple[str, str, Callable, tuple]]:
+    """(name, transformation, function, arguments) of the derived table."""
+    losses = [
+        ("MLP", models.mlp_loss, models.mlp_train_args()),
+        ("CNN", models.cnn_loss, models.cnn_train_args()),
+        ("transformer", models.transformer_loss, models.transformer_train_args()),
+        ("transformer (scan)", models.scanned_transformer_loss, models.scanned_transformer_train_args()),
+        ("LSTM", models.lstm_loss, models.lstm_train_args()),
+    ]
+    params, x = models.mlp_args()
+    batched = jax.numpy.stack([x[:32]] * 4)
+    return [
+        *((f"{name} loss", "grad", loss, args) for name, loss, args in losses),
+        ("MLP (4 batches of 32)", "vmap", models.mlp, (params, batched)),
+    ]
+
+
+def _transformed(transformation: str, fn):
+    return jax.grad(fn) if transformation == "grad" else jax.vmap(fn, in_axes=(None, 0))
+
+
+def derived() -> None:
+    """The derived table: the plans of the programs a transformation of a planned function runs."""
+    header = ["program", "transformation", "programs planned", "forward arena", "residuals", "backward arena",
+              "planned peak", "XLA (fusion off)", "planned / XLA"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join([" --- ", " --- "] + [" ---: "] * (len(header) - 2)) + "|")
+    ratios = []
+    for name, transformation, fn, args in derived_programs():
+        calls = [e for e in jax.make_jaxpr(_transformed(transformation, planned(fn)))(*args).eqns
+                 if e.primitive is planned_call_p]
+        plans = [runner(e.params["jaxpr"], e.params["options"]).plan for e in calls]
+        for plan in plans:
+            plan.check()
+        if transformation == "grad":
+            forward, backward = calls
+            made = {id(v) for v in forward.outvars}
+            residuals = sum(v.aval.size * v.aval.dtype.itemsize for v in backward.invars if id(v) in made)
+            peak = max(plans[0].arena_bytes, residuals + plans[1].arena_bytes)
+            cells = [format_size(plans[0].arena_bytes), format_size(residuals), format_size(plans[1].arena_bytes)]
+        else:
+            peak = plans[0].arena_bytes
+            cells = [format_size(peak), "", ""]
+        xla = XlaComparison.xla_bytes(xla_memory(_transformed(transformation, fn), args, fusion=False))
+        ratios.append(peak / xla)
+        print("| " + " | ".join([name, transformation, str(len(plans)), *cells, format_size(peak), format_size(xla),
+                                 f"{peak / xla:.2f}"]) + " |", flush=True)
+    print("| " + " | ".join(["geometric mean", *[""] * (len(header) - 2), _geometric_mean(ratios)]) + " |")
+
+
 def main() -> None:
     chosen, allocators = chosen_programs(__doc__.splitlines()[0], DEFAULT_ALLOCATORS, library_programs_list)
     began = time.perf_counter()
@@ -178,6 +237,15 @@ def main() -> None:
         f"`XLA temp`, the size XLA's heap simulator reached; offsets aligned to {ALIGNMENT} B, sizes counted "
         "to the end of the highest byte as XLA does. `max-live`: the bound no placement of these buffers can "
         "beat. Every plan, XLA's own placement included, passed the independent checker."
+    )
+    print("\nDerived programs: a transformation of a planned function, each program it derives planned\n")
+    derived()
+    print(
+        "\n`forward arena`: the forward program's plan (outputs inside: the loss and the residuals); `residuals`: "
+        "what the backward program reads of them; `backward arena`: its plan (outputs inside: the gradient); "
+        "`planned peak`: the larger of the forward arena and the residuals beside the backward arena (for `vmap`, "
+        "the batched program's arena). `XLA (fusion off)`: `temp + output - alias` of `jax.jit` of the same "
+        "transformation of the function itself. Every plan passed the static plan checker."
     )
     print(f"\n({len(chosen)} programs in {time.perf_counter() - began:.0f} s)")
 

@@ -90,7 +90,8 @@ def _name(jaxpr: core.ClosedJaxpr) -> str:
     return name if name.isidentifier() else "program"
 
 
-def _runner(jaxpr: core.ClosedJaxpr, options: Options) -> Runner:
+def runner(jaxpr: core.ClosedJaxpr, options: Options) -> Runner:
+    """What runs `jaxpr` with `options`: the planned function's own runner, or a new one."""
     by_options = _runners.setdefault(jaxpr, {})
     if options not in by_options:
         by_options[options] = make_runner(jaxpr, options, _name(jaxpr))
@@ -121,7 +122,7 @@ def _with_zeros(values: Sequence[Any], nonzeros: Sequence[bool], avals: Sequence
 
 
 def _impl(*args, jaxpr: core.ClosedJaxpr, options: Options):
-    return list(_runner(jaxpr, options).run(args))
+    return list(runner(jaxpr, options).run(args))
 
 
 def _abstract_eval(*avals, jaxpr: core.ClosedJaxpr, options: Options):
@@ -155,7 +156,7 @@ def _pp(eqn: core.JaxprEqn, context, settings):
     """`planned_call[name=loss_fwd arena_bytes=... mode=compiled ...]`: what a program is and the
     arena it takes (planned as it is printed, where it was not yet), then the program."""
     options = eqn.params["options"]
-    runner = _runner(eqn.params["jaxpr"], options)
+    runner = runner(eqn.params["jaxpr"], options)
     params = dict(name=runner.name, arena_bytes=runner.plan.arena_bytes, mode=options.mode,
                   allocator=options.allocator, alignment=options.alignment, jaxpr=eqn.params["jaxpr"])
     return core._pp_eqn(eqn.replace(params=params), context, settings)
@@ -169,7 +170,7 @@ def programs(jaxpr: core.Jaxpr) -> list[Runner]:
     found = []
     for eqn in jaxpr.eqns:
         if eqn.primitive is planned_call_p:
-            found.append(_runner(eqn.params["jaxpr"], eqn.params["options"]))
+            found.append(runner(eqn.params["jaxpr"], eqn.params["options"]))
         else:
             for inner in core.jaxprs_in_params(eqn.params):
                 found += programs(inner)
@@ -185,10 +186,10 @@ def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: core.ClosedJaxpr, opt
     if options.mode == "eager":
         fun = core.jaxpr_as_fun(jaxpr)
     elif options.mode == "compiled":
-        fun = _runner(jaxpr, options).inline
+        fun = runner(jaxpr, options).inline
         fun = lambda *xs, fun=fun: list(fun(xs))  # noqa: E731
     else:
-        fun = _called_back(_runner(jaxpr, options), jaxpr)
+        fun = _called_back(runner(jaxpr, options), jaxpr)
     return mlir.lower_fun(fun, multiple_results=True)(ctx, *args)
 
 
