@@ -238,7 +238,15 @@ def _jvp(primals, tangents, *, jaxpr: core.ClosedJaxpr, options: Options):
 @weakref_lru_cache
 def _jvp_program(jaxpr: core.ClosedJaxpr, nonzeros: tuple[bool, ...]) -> tuple[core.ClosedJaxpr, list[bool]]:
     jvp_jaxpr, out_nonzeros = ad.jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    if _holds(jvp_jaxpr.jaxpr, "custom_lin"):  # a custom_vjp's linearization, which only transposes
+        raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
     return _derived(jaxpr, jvp_jaxpr, "jvp"), out_nonzeros
+
+
+def _holds(jaxpr: core.Jaxpr, primitive: str) -> bool:
+    """Whether `jaxpr` or a jaxpr its equations hold binds `primitive`."""
+    return any(eqn.primitive.name == primitive or any(_holds(inner, primitive) for inner in core.jaxprs_in_params(eqn.params))
+               for eqn in jaxpr.eqns)
 
 
 ad.primitive_jvps[planned_call_p] = _jvp

