@@ -156,8 +156,8 @@ def _pp(eqn: core.JaxprEqn, context, settings):
     """`planned_call[name=loss_fwd arena_bytes=... mode=compiled ...]`: what a program is and the
     arena it takes (planned as it is printed, where it was not yet), then the program."""
     options = eqn.params["options"]
-    runner = runner(eqn.params["jaxpr"], options)
-    params = dict(name=runner.name, arena_bytes=runner.plan.arena_bytes, mode=options.mode,
+    program = runner(eqn.params["jaxpr"], options)
+    params = dict(name=program.name, arena_bytes=program.plan.arena_bytes, mode=options.mode,
                   allocator=options.allocator, alignment=options.alignment, jaxpr=eqn.params["jaxpr"])
     return core._pp_eqn(eqn.replace(params=params), context, settings)
 
