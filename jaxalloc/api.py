@@ -88,6 +88,21 @@ class RunStats:
     trace, lowering and XLA's compile. All of a first call's own work (`.lower()` or `.plan()`
     before it did the trace and passes), empty for a call that found it done; `seconds` counts
     neither the trace nor the passes."""
+    output_bytes: int = 0
+    """Bytes of the outputs the call returned, held beside the arena as it ends."""
+    held_bytes: int = 0
+    """Bytes the function holds between calls: its arena where it keeps it (`keep_arena=True`)."""
+    kernel_temp_bytes: int | None = None
+    """With `measure_memory=True` in compiled mode: the kernel's own temp memory beside the arena,
+    where XLA computes what it cannot compute in place in the arena (`memory_analysis()`)."""
+
+    @property
+    def call_bytes(self) -> int | None:
+        """What the call held at most, by its parts: the arena, the kernel's own temp and the outputs
+        (None where the kernel's temp was not measured)."""
+        if self.mode == "compiled" and self.kernel_temp_bytes is None:
+            return None
+        return self.arena_bytes + (self.kernel_temp_bytes or 0) + self.output_bytes
 
 
 class Phases:
@@ -159,9 +174,9 @@ class _Traced:
     schedules: Schedules = field(default_factory=Schedules)
     plans: dict[tuple[str, int], tuple[Plan, Schedules, dict]] = field(default_factory=dict)
     """Per (allocator, alignment): the plan, and the schedules and op layouts every run of it shares."""
-    kernels: dict[tuple[tuple[str, int], bool], CompiledRun] = field(default_factory=dict)
-    """Per (allocator, alignment) and whether inline in an enclosing computation: the plan compiled
-    into one kernel (`mode="compiled"`)."""
+    kernels: dict[tuple[tuple[str, int], bool, bool], CompiledRun] = field(default_factory=dict)
+    """Per (allocator, alignment), whether inline in an enclosing computation and whether it keeps
+    its arena between calls: the plan compiled into one kernel (`mode="compiled"`)."""
     donated: tuple[int, ...] = ()
     """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
     phases: Phases = field(default_factory=Phases)
@@ -179,7 +194,7 @@ class _Traced:
         else:
             key = (planned.allocator, planned.alignment)
             if planned.mode == "compiled":
-                return self.run_compiled(key, flat_args)
+                return self.run_compiled(key, flat_args, planned.keep_arena)
             if key not in self.plans:
                 with self.phases.timed("plan"):
                     self.plans[key] = (make_plan(self.converted.module, *key, donated=self.donated), Schedules(), {})
@@ -198,26 +213,28 @@ class _Traced:
                     delete(flat_args[k])
         return outputs, arena_bytes, copied
 
-    def compiled(self, key: tuple[str, int], inline: bool = False) -> CompiledRun:
+    def compiled(self, key: tuple[str, int], inline: bool = False, keep_arena: bool = False) -> CompiledRun:
         """The kernel of the plan for `key`, planned on first use (with the outputs inside the arena: a
         value computed out of the arena and kept beside it until the kernel returns would make XLA
         copy the arena to keep reading it after later writes). A kernel `inline` in an enclosing
         computation runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop
         into one kernel (`one_kernel`) inside a computation that is not the kernel's own."""
-        if (key, inline) not in self.kernels:
+        variant = (key, inline, keep_arena and not inline)
+        if variant not in self.kernels:
             with self.phases.timed("plan"):
                 plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
                 functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
-                self.kernels[key, inline] = CompiledRun(
+                self.kernels[variant] = CompiledRun(
                     plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
-                    self.closed_jaxpr.out_avals, small_loops=not inline,
+                    self.closed_jaxpr.out_avals, small_loops=not inline, keep_arena=variant[2],
                 )
-        return self.kernels[key, inline]
+        return self.kernels[variant]
 
-    def run_compiled(self, key: tuple[str, int], flat_args) -> tuple[PythonValues, int, int]:
-        first = (key, False) not in self.kernels or self.kernels[key, False].kernel is None  # plan, trace, compile
+    def run_compiled(self, key: tuple[str, int], flat_args, keep_arena: bool) -> tuple[PythonValues, int, int]:
+        variant = (key, False, keep_arena)
+        first = variant not in self.kernels or self.kernels[variant].kernel is None  # plan, trace, compile
         with _collector_paused() if first else contextlib.nullcontext():
-            kernel = self.compiled(key)
+            kernel = self.compiled(key, keep_arena=keep_arena)
             with self.phases.kernel() if first else contextlib.nullcontext():
                 outputs, copied, wrong_rounds = kernel(flat_args)
         if wrong_rounds:
@@ -358,6 +375,7 @@ class Planned:
         passes: Sequence[str] = DEFAULT_PASSES,
         donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Iterable[str] | None = None,
+        keep_arena: bool = False,
     ):
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -371,6 +389,7 @@ class Planned:
         functools.update_wrapper(self, fun)
         self._fun = fun
         self.mode, self.allocator, self.alignment, self.measure_memory = mode, allocator, alignment, measure_memory
+        self.keep_arena = keep_arena
         self.options = Options(mode, allocator, alignment, passes)
         *_, self.static_argnums, self.static_argnames = api_util.resolve_argnums(
             fun, api_util.fun_signature(fun), None, None, static_argnums, static_argnames
@@ -520,7 +539,15 @@ class Planned:
         if sampler is not None and self.mode == "compiled":
             sampler.take()  # no op to sample after: the kernel's values are in the arena it returned
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
-        self.last_run = RunStats(self.mode, counter.ops, seconds, arena_bytes, copied, before, peak, traced.phases.take())
+        temp = None
+        if self.mode == "compiled" and self.measure_memory:
+            temp = traced.compiled((self.allocator, self.alignment), keep_arena=self.keep_arena).temp_bytes(flat_args)
+        self.last_run = RunStats(
+            self.mode, counter.ops, seconds, arena_bytes, copied, before, peak, traced.phases.take(),
+            output_bytes=sum(x.nbytes for x in outputs if isinstance(x, jax.Array)),
+            held_bytes=arena_bytes if self.mode == "compiled" and self.keep_arena else 0,
+            kernel_temp_bytes=temp,
+        )
         return outputs
 
 
@@ -601,6 +628,7 @@ def planned(
     passes: Sequence[str] = DEFAULT_PASSES,
     donate_argnums: int | Sequence[int] | None = None,
     donate_argnames: str | Iterable[str] | None = None,
+    keep_arena: bool = False,
 ) -> Planned: ...
 @overload
 def planned(
@@ -616,6 +644,7 @@ def planned(
     passes: Sequence[str] = DEFAULT_PASSES,
     donate_argnums: int | Sequence[int] | None = None,
     donate_argnames: str | Iterable[str] | None = None,
+    keep_arena: bool = False,
 ) -> Callable[[Callable], Planned]: ...
 
 
@@ -632,14 +661,17 @@ def planned(
     passes: Sequence[str] = DEFAULT_PASSES,
     donate_argnums: int | Sequence[int] | None = None,
     donate_argnames: str | Iterable[str] | None = None,
+    keep_arena: bool = False,
 ):
     """Trace `fun` to a jx module (once per input signature), plan it, and run it inside its arena, like `jax.jit`.
 
     Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `static_argnums` /
     `static_argnames` mark arguments static as `jax.jit` does (hashable Python values such as sizes:
     part of the signature, never traced). `mode="compiled"` (the default) runs the plan (with the
-    outputs inside the arena) as one jitted kernel over a donated arena, loops and branches
-    included, every value at its planned offset; `mode="arena"` runs the same kind of plan op by
+    outputs inside the arena) as one jitted kernel, loops and branches included, every value at
+    its planned offset, its arena a temporary of the call (`keep_arena=True`: allocated once and
+    kept between calls, donated to each, which saves an allocation a call for the memory held
+    between them); `mode="arena"` runs the same kind of plan op by
     op from Python, one op at a time, for debugging; `mode="checked"` runs op by op in the arena
     with shadow memory, checking that every read finds the value it expects (raises
     `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
@@ -665,6 +697,7 @@ def planned(
         passes=passes,
         donate_argnums=donate_argnums,
         donate_argnames=donate_argnames,
+        keep_arena=keep_arena,
     )
     if fun is None:
         return functools.partial(planned, **options)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from corpus_programs import PROGRAMS as CORPUS
-from differential import check_program
+from differential import assert_same, check_program
 from jax import lax
 from random_programs import random_program
 from test_random_programs import CopiedBytes, check_random_program
@@ -134,14 +134,27 @@ def _step(w, x):
 STEP_ARGS = (jnp.eye(16) * 0.5, jnp.linspace(-1.0, 1.0, 8 * 4 * 16).reshape(8, 4, 16))
 
 
-def test_the_arena_is_donated_and_updated_in_place():
-    planned = jaxalloc.planned(_step, mode="compiled")
+def test_a_kept_arena_is_donated_and_updated_in_place():
+    planned = jaxalloc.planned(_step, mode="compiled", keep_arena=True)
     planned(*STEP_ARGS)
     arena = _kernel(planned).arena
     before = arena.unsafe_buffer_pointer()
     planned(*STEP_ARGS)
     assert arena.is_deleted()  # donated to the call
     assert _kernel(planned).arena.unsafe_buffer_pointer() == before
+
+
+def _arenas(kernel) -> int:
+    """The arrays alive of the arena's shape and word."""
+    return sum(1 for x in jax.live_arrays() if x.shape == (kernel.words,) and x.dtype == kernel.word)
+
+
+@pytest.mark.parametrize("keep_arena", [False, True])
+def test_between_calls_only_a_kept_arena_is_held(keep_arena):
+    planned = jaxalloc.planned(_step, mode="compiled", keep_arena=keep_arena)
+    outputs = planned(*STEP_ARGS)
+    assert _arenas(_kernel(planned)) == int(keep_arena)
+    assert_same(planned(*STEP_ARGS), outputs)
 
 
 def test_the_kernel_never_copies_the_arena():
@@ -371,7 +384,7 @@ def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     that each write the arena."""
     planned = check_program(fn, *args, mode="compiled", name=fn.__name__, passes=passes)
     kernel = _kernel(planned)
-    assert kernel.arena.dtype == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words
+    assert kernel.word == jnp.uint32  # slots of 64 bytes: the arena is kept in 4-byte words
     assert kernel.arena_copies(kernel.executable(jax.tree_util.tree_leaves(args))) == 0
 
 
@@ -450,9 +463,11 @@ def test_a_small_loop_is_one_kernel():
     executable = kernel.executable(list(args))
     assert ONE_KERNEL in executable.as_text()
     assert kernel.arena_copies(executable) == 0
-    before = kernel.arena.unsafe_buffer_pointer()
-    planned(*args)
-    assert kernel.arena.unsafe_buffer_pointer() == before
+    kept = jaxalloc.planned(_solve, keep_arena=True)
+    kept(*args)
+    before = _kernel(kept).arena.unsafe_buffer_pointer()
+    kept(*args)
+    assert _kernel(kept).arena.unsafe_buffer_pointer() == before
 
 
 def _power_iteration(a, b):

@@ -82,6 +82,7 @@ guessed from the plan and widened (the loop or switch traced again) where the gu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import re
@@ -1283,12 +1284,22 @@ def _with_inputs(jaxpr, position: int, new: list):
                          debug_info=jaxpr.debug_info._replace(arg_names=names))
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _new_arena(words: int, word) -> jax.Array:
+    return jnp.zeros(words, word)
+
+
 class CompiledRun:
-    """One planned module as one jitted function over a persistent, donated arena."""
+    """One planned module as one jitted function over a donated arena: a new one each call, or one
+    kept between calls (`keep_arena`)."""
 
     def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
-                 donated: Sequence[int] = (), out_avals: Sequence[Any] = (), small_loops: bool = True):
+                 donated: Sequence[int] = (), out_avals: Sequence[Any] = (), small_loops: bool = True,
+                 keep_arena: bool = False):
         self.arena_bytes, self.donated, self.functions = arena_bytes, tuple(donated), functions
+        self.keep_arena = keep_arena
+        """Whether the arena stays allocated between calls, donated to each and handed back (no
+        allocation a call, for latency); else each call makes a new one, dropped as the call ends."""
         # the outputs' types: the kernel gives them their weak types, as `jax.jit` does, where a
         # conversion after each call would cost a dispatch of its own
         self.out_avals = tuple(out_avals)
@@ -1298,12 +1309,14 @@ class CompiledRun:
         functions.paddable = granule >= 2 * self.word.itemsize
         functions.small_loops = small_loops and jax.default_backend() == "cpu"
         self._arena: jax.Array | None = None
+        self._base: jax.Array | None = None
         self.kernel: Callable | None = None
         self.jaxpr: jax.extend.core.ClosedJaxpr | None = None
         """What the kernel computes (after a call): the arena, `base`, the arguments, then the offsets."""
         self._offsets: tuple = ()
         self._status: np.ndarray | None = None
         """The copied bytes and wrong rounds where no op of the kernel can change them (`interpret`)."""
+        self._temp_bytes: int | None = None
 
     def interpret(self, arena, base, *args):
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
@@ -1364,8 +1377,7 @@ class CompiledRun:
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
-        if self._arena is None:
-            self._arena = jax.device_put(np.zeros(self.words, self.word))  # nothing to compile
+        if self._base is None:
             self._base = jax.device_put(_ZERO)  # on the device once: a host scalar is copied over at every call
         if self.kernel is None:
             self.compile(args)
@@ -1377,13 +1389,20 @@ class CompiledRun:
         return outputs, low + (high << 20), bool(wrong)
 
     def run(self, args: Sequence[Any]) -> tuple[jax.Array, tuple]:
-        if self.donated:
-            with warnings.catch_warnings():  # a donated argument no output takes: its bytes are in the arena
+        with warnings.catch_warnings() if self.donated else contextlib.nullcontext():
+            if self.donated:  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-                self._arena, status, outputs = self.kernel(self._arena, self._base, self._offsets, *args)
-        else:
-            self._arena, status, outputs = self.kernel(self._arena, self._base, self._offsets, *args)
-        return status, outputs
+            arena, status, outputs = self.kernel(self._new_arena(), self._base, self._offsets, *args)
+            if self.keep_arena:
+                self._arena = arena
+            return status, outputs
+
+    def _new_arena(self) -> jax.Array:
+        """The arena of a call: the one the last call handed back where it is kept, else a new one
+        (zeros made on the device by a kernel of their own, which XLA compiles once)."""
+        if self.keep_arena and self._arena is not None:
+            return self._arena
+        return _new_arena(self.words, self.word)
 
     @property
     def words(self) -> int:
@@ -1416,6 +1435,13 @@ class CompiledRun:
     def executable(self, args: Sequence[Any]):
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
         return self.traced(args).lower().compile()
+
+    def temp_bytes(self, args: Sequence[Any]) -> int:
+        """XLA's temp memory of the kernel (compiled again to be read, once: a kernel is built for one
+        signature)."""
+        if self._temp_bytes is None:
+            self._temp_bytes = int(self.executable(args).memory_analysis().temp_size_in_bytes)
+        return self._temp_bytes
 
     def arena_copies(self, executable_or_hlo) -> int:
         """Copies of the whole arena XLA put in the kernel (its executable, or its HLO text): 0 where
