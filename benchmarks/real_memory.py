@@ -1,0 +1,155 @@
+"""What a planned call really holds, against a `jax.jit` call of the same function.
+
+Per program of `programs.py` and `library_models.py`:
+- `plan`: the arena of the plan the compiled mode runs (the outputs inside);
+- the planned call by its parts, from `memory_analysis()` of its kernel (matmul fusion off): the
+  arena, the kernel's own temp (where XLA computes what it cannot compute in place in the arena),
+  the outputs it returns beside the arena, and what the function holds between calls;
+- jit's call: `temp + output - alias` of `memory_analysis()` (matmul fusion off);
+- by resident memory: how much the process's resident set grew during a warm call (the median of
+  `CALLS`), planned and jitted, each in a process of its own (`--no-resident` skips it), with
+  glibc's mmap threshold fixed and its free memory handed back before each call, so that every
+  buffer a call takes shows.
+
+    python benchmarks/real_memory.py [--programs mlp,cnn] [--no-resident]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import jax
+from library_models import library_programs_list
+from programs import FUSION_OFF, programs
+
+from jaxalloc import planned
+from jaxalloc.reports.text import format_size
+from jaxalloc.xla.memory import XlaComparison, xla_memory
+
+CALLS = 15
+"""Warm calls sampled for the resident memory of each run: their median growth is the figure."""
+
+
+def _all_programs() -> list:
+    return programs() + library_programs_list()
+
+
+def _leaves(args) -> list:
+    return jax.tree_util.tree_leaves(args)
+
+
+def planned_parts(fn, args) -> dict:
+    """The parts of a planned call from `memory_analysis()` of its kernel, matmul fusion off."""
+    compiled = planned(fn, measure_memory=True)
+    outputs = compiled(*args)
+    run = compiled.last_run
+    (traced,) = compiled._cache.values()
+    (kernel,) = traced.kernels.values()
+    analysis = kernel.traced(_leaves(args)).lower().compile(compiler_options=dict(FUSION_OFF)).memory_analysis()
+    temp = int(analysis.temp_size_in_bytes)
+    output_bytes = sum(x.nbytes for x in _leaves(outputs))
+    return {"arena": run.arena_bytes, "temp": temp, "outputs": output_bytes, "held": run.held_bytes,
+            "total": run.arena_bytes + temp + output_bytes}
+
+
+def _resident() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def resident_growth(kind: str, index: int) -> int:
+    """The median over `CALLS` warm calls (in this process) of how much the resident set grew during
+    the call above its size before it, glibc's free memory handed back to the system before each."""
+    name, fn, args = _all_programs()[index]
+    run = jax.jit(fn) if kind == "jit" else planned(fn)
+    jax.block_until_ready(run(*args))
+    jax.block_until_ready(run(*args))
+    libc = ctypes.CDLL("libc.so.6")
+    growths = []
+    for _ in range(CALLS):
+        libc.malloc_trim(0)
+        before, peak, done = _resident(), [0], threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], _resident())
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        out = run(*args)
+        jax.block_until_ready(out)
+        del out
+        done.set()
+        sampler.join()
+        growths.append(max(0, peak[0] - before))
+    return sorted(growths)[len(growths) // 2]
+
+
+def _in_own_process(kind: str, index: int) -> int:
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
+    code = f"import real_memory, json; print(json.dumps(real_memory.resident_growth({kind!r}, {index})))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.abspath(__file__)), timeout=900)
+    if done.returncode:
+        raise RuntimeError(f"{kind} run of program {index} failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _geometric_mean(ratios: list[float]) -> str:
+    return f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}" if ratios else "n/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", help="comma-separated substrings of program names (default: all)")
+    parser.add_argument("--no-resident", action="store_true", help="skip the resident memory columns")
+    options = parser.parse_args()
+    chosen = list(enumerate(_all_programs()))
+    if options.programs:
+        wanted = options.programs.lower().split(",")
+        chosen = [(i, p) for i, p in chosen if any(w in p[0].lower() for w in wanted)]
+    header = ["program", "plan", "arena", "kernel temp", "outputs", "held between calls", "planned call",
+              "jit call", "planned / jit"]
+    if not options.no_resident:
+        header += ["resident: planned", "resident: jit", "planned / jit (resident)"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
+    ratios, resident_ratios = [], []
+    began = time.perf_counter()
+    for index, (name, fn, args) in chosen:
+        plan = planned(fn).plan(*args, include_outputs=True)
+        parts = planned_parts(fn, args)
+        jit = XlaComparison.xla_bytes(xla_memory(fn, args, fusion=False))
+        ratios.append(parts["total"] / jit)
+        cells = [name, format_size(plan.arena_bytes), *(format_size(parts[k]) for k in ("arena", "temp", "outputs", "held")),
+                 format_size(parts["total"]), format_size(jit), f"{parts['total'] / jit:.2f}"]
+        if not options.no_resident:
+            ours, theirs = _in_own_process("planned", index), _in_own_process("jit", index)
+            if theirs:
+                resident_ratios.append(ours / theirs)
+            cells += [format_size(ours), format_size(theirs), f"{ours / theirs:.2f}" if theirs else "n/a"]
+        print("| " + " | ".join(cells) + " |", flush=True)
+    means = ["geometric mean", *[""] * 7, _geometric_mean(ratios)]
+    if not options.no_resident:
+        means += ["", "", _geometric_mean(resident_ratios)]
+    print("| " + " | ".join(means) + " |")
+    print(
+        "\n`plan`: the arena of the plan the compiled mode runs (outputs inside). The planned call's parts: `arena` "
+        "(a new one each call), `kernel temp` (`memory_analysis()` of the kernel, matmul fusion off), `outputs` (the "
+        "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum. `jit "
+        "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "
+        f"set grew during a warm call, the median of {CALLS}, each kind in a process of its own."
+    )
+    print(f"\n({len(chosen)} programs in {time.perf_counter() - began:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
