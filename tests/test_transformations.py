@@ -10,8 +10,9 @@ function) and a mode, and checks that:
 Where JAX cannot transform the program (reverse mode through a `while_loop`, forward mode through a
 `custom_vjp`), the planned function raises the same error as `jax.jit`'s.
 `SAMPLE` names the programs of the suite: every construct of the corpus (loops, branches, scans,
-custom rules, keys, pytrees, integer programs) and one program of each library. `JAXALLOC_THOROUGH=1`
-runs every program of both corpora, and `benchmarks/soak.py` the random programs.
+custom rules, keys, pytrees, integer programs) and one program of each library; eight random
+programs go through five of the transformations. `JAXALLOC_THOROUGH=1` runs every program of both
+corpora in both modes, and `benchmarks/soak.py --transform NAME` many random programs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from corpus_programs import PROGRAMS as CORPUS
 from differential import THOROUGH, assert_same
 from jaxalloc import planned_call
 from library_programs import PROGRAMS as LIBRARY
+from random_programs import random_program
 from transformations import DERIVATIVES, TRANSFORMATIONS, check_transformed, differentiable
 
 SAMPLE = {
@@ -121,3 +123,16 @@ def test_a_planned_function_inside_another_is_planned_with_it():
     x = jnp.arange(3.0)
     assert_same(outer(x), jnp.sin(x) * 2.0 + 1.0)
     assert "planned_call" not in str(outer.lower(x))
+
+
+RANDOM_SEEDS = range(8)
+"""Random programs checked here under transformations; `benchmarks/soak.py --transform NAME` runs many more."""
+
+
+@pytest.mark.parametrize("transformation", ["grad", "jvp", "jit", "vmap", "scan"])
+@pytest.mark.parametrize("seed", RANDOM_SEEDS)
+def test_a_transformed_random_program_equals_the_transformed_jit(seed, transformation):
+    program = random_program(seed)
+    if transformation in DERIVATIVES and not differentiable(program.args):
+        pytest.skip("no floating-point argument to differentiate by")
+    check_transformed(program.fn, program.args, transformation, "compiled")
