@@ -34,8 +34,8 @@ from jaxalloc.passes.canonicalize import CanonicalizePass, canonicalize
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.fusion import FusePass
 from jaxalloc.passes.schedule import SchedulePass
-from jaxalloc.planned_call import DEFAULT_PASSES, Options
 from jaxalloc import planned_call
+from jaxalloc.planned_call import DEFAULT_PASSES, Options
 from jaxalloc.planning.plan import Plan, make_plan
 
 MODES = ("arena", "compiled", "eager", "checked")
@@ -537,7 +537,7 @@ class Planned:
         outputs, arena_bytes, copied = traced.run(flat_args, self, [counter] if sampler is None else [counter, sampler])
         seconds = time.perf_counter() - start
         if sampler is not None and self.mode == "compiled":
-            sampler.take()  # no op to sample after: the kernel's values are in the arena it returned
+            sampler.take()  # no op to sample after: the one kernel has run
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
         temp = None
         if self.mode == "compiled" and self.measure_memory:

@@ -7,8 +7,8 @@ words, `_granule`) at their planned offsets, binds its primitive and writes its 
 theirs. `jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each
 carried value at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer
 update), so no value moves between rounds. `jx.case` becomes conditionals over the arena
-(`switch`). The arena is donated to every call and handed back, one buffer updated in place from
-call to call.
+(`switch`). Each call makes a new arena and donates it to the kernel, which updates it in place
+and hands it back to be dropped; with `keep_arena` the one handed back is kept for the next call.
 Donated arguments (`mem.args`) are written at their slots as the kernel starts, and donated to it too.
 
 Honest memory: XLA must update the arena in place and keep values where the plan put them.
@@ -1392,12 +1392,12 @@ class CompiledRun:
         with warnings.catch_warnings() if self.donated else contextlib.nullcontext():
             if self.donated:  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-            arena, status, outputs = self.kernel(self._new_arena(), self._base, self._offsets, *args)
+            arena, status, outputs = self.kernel(self._arena_of_call(), self._base, self._offsets, *args)
             if self.keep_arena:
                 self._arena = arena
             return status, outputs
 
-    def _new_arena(self) -> jax.Array:
+    def _arena_of_call(self) -> jax.Array:
         """The arena of a call: the one the last call handed back where it is kept, else a new one
         (zeros made on the device by a kernel of their own, which XLA compiles once)."""
         if self.keep_arena and self._arena is not None:
