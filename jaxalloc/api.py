@@ -11,6 +11,7 @@ import functools
 import gc
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -18,6 +19,7 @@ from typing import Any, overload
 import jax
 import numpy as np
 from jax._src import api_util, core
+from jax._src.interpreters import partial_eval as pe
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import PythonValues
@@ -179,6 +181,8 @@ class _Traced:
     its arena between calls: the plan compiled into one kernel (`mode="compiled"`)."""
     donated: tuple[int, ...] = ()
     """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
+    deleted: tuple[int, ...] = ()
+    """The donated arguments a call deletes: those `jax.jit` would (`_deleted_by_jit`)."""
     phases: Phases = field(default_factory=Phases)
     """The work of calls so far that no call has reported yet (`RunStats.phases`)."""
     closed_over: tuple = ()
@@ -207,11 +211,14 @@ class _Traced:
         outputs = interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
         copied = functions.copied_bytes if isinstance(functions, ArenaFunctions) else 0
         outputs = tuple(map(with_weak_type, outputs, self.closed_jaxpr.out_avals))
-        if planned.mode == "eager":  # the arena modes deleted the donated arrays as the call started
-            for k in self.donated:
-                if not any(o is flat_args[k] for o in outputs):  # returned as it is: the caller's result
-                    delete(flat_args[k])
+        self.delete_donated(flat_args, outputs)
         return outputs, arena_bytes, copied
+
+    def delete_donated(self, flat_args, outputs) -> None:
+        """The donated arrays `jax.jit` deletes, deleted, but one returned as it is (the caller's result)."""
+        for k in self.deleted:
+            if not any(o is flat_args[k] for o in outputs):
+                delete(flat_args[k])
 
     def compiled(self, key: tuple[str, int], inline: bool = False, keep_arena: bool = False) -> CompiledRun:
         """The kernel of the plan for `key`, planned on first use (with the outputs inside the arena: a
@@ -225,7 +232,7 @@ class _Traced:
                 plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
                 functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
                 self.kernels[variant] = CompiledRun(
-                    plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.donated,
+                    plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.deleted,
                     self.closed_jaxpr.out_avals, small_loops=not inline, keep_arena=variant[2],
                 )
         return self.kernels[variant]
@@ -237,6 +244,7 @@ class _Traced:
             kernel = self.compiled(key, keep_arena=keep_arena)
             with self.phases.kernel() if first else contextlib.nullcontext():
                 outputs, copied, wrong_rounds = kernel(flat_args)
+        self.delete_donated(flat_args, outputs)  # those XLA could not give to an output
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
         return outputs, kernel.arena_bytes, copied
@@ -426,7 +434,7 @@ class Planned:
             # outside any enclosing trace: the constants the module holds are arrays, not its tracers
             with _collector_paused(), core.eval_context():
                 traced = self._cache[key] = self._trace(statics, treedef, avals)
-            traced.donated = donated
+            traced.donated, traced.deleted = donated, _deleted_by_jit(traced, donated)
         return traced
 
     def _donated(self, statics: _Statics, treedef) -> tuple[int, ...]:
@@ -600,6 +608,25 @@ def plans(fun: Callable, *args, **kwargs) -> dict[str, Plan]:
     which also returns the residuals) and of `loss_lin_bwd` (the backward program)."""
     runners = planned_call.programs(jax.make_jaxpr(fun)(*args, **kwargs).jaxpr)
     return {runner.name: runner.plan for runner in runners}
+
+
+def _deleted_by_jit(traced: _Traced, donated: tuple[int, ...]) -> tuple[int, ...]:
+    """The donated flat arguments `jax.jit` deletes: those its lowering lets XLA give to an output
+    (`tf.aliasing_output`) or take as a buffer donor. It keeps a donated array that no output can
+    take, or that the function never reads (dropped before lowering)."""
+    if not donated:
+        return ()
+    closed, first = traced.closed_jaxpr, len(traced.closed_over)
+    _, used = pe.dce_jaxpr(closed.jaxpr, [True] * len(closed.out_avals))
+    lowered_as = {k: n for n, k in enumerate(k for k, u in enumerate(used) if u)}
+    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.in_avals]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Some donated buffers were not usable")
+        text = jax.jit(core.jaxpr_as_fun(closed), donate_argnums=tuple(first + k for k in donated)).lower(*avals).as_text()
+    header = next(line for line in text.splitlines() if "func.func public @main(" in line)
+    given = {int(n) for n, attributes in re.findall(r"%arg(\d+): [^%]*?(\{[^}]*\})?(?=, %arg|\) ->)", header)
+             if "tf.aliasing_output" in attributes or "jax.buffer_donor" in attributes}
+    return tuple(k for k in donated if lowered_as.get(first + k) in given)
 
 
 def _check_donated(flat_args, donated: tuple[int, ...], args, kwargs) -> None:

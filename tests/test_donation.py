@@ -231,3 +231,21 @@ def test_compare_xla_compiles_with_the_same_donation():
     kept = jaxalloc.planned(sgd, passes=FUSED).plan(params, grad, lr).compare_xla()
     assert kept.xla[0].alias_size_in_bytes == 0 and kept.xla[0].donated_size_in_bytes == 0
     assert "donated" not in str(kept)
+
+
+@pytest.mark.parametrize("mode", ["compiled", "arena", "checked", "eager"])
+@pytest.mark.parametrize("fn, x", [
+    (lambda x, y: (x * 2).sum() + y, jnp.ones(4)),
+    (lambda x, y: jnp.ones(3) + y, jnp.ones(0)),
+    (lambda x, y: x + y, jnp.ones(0)),
+    (lambda x, y: x.astype(jnp.int32) + 1, jnp.ones(4)),
+    (lambda x, y: y * 2, jnp.ones(3)),
+], ids=["no output can take it", "of no bytes, unread", "of no bytes, an output's", "an output of another dtype", "never read"])
+def test_a_donated_array_is_deleted_where_jit_deletes_it(fn, x, mode):
+    """`jax.jit` keeps a donated array that no output can take, or that the function never reads,
+    and deletes the others, even of no bytes."""
+    theirs = x.copy()
+    jax.jit(fn, donate_argnums=0)(theirs, jnp.float32(1.0))
+    mine = x.copy()
+    jaxalloc.planned(fn, donate_argnums=0, mode=mode)(mine, jnp.float32(1.0))
+    assert mine.is_deleted() == theirs.is_deleted()

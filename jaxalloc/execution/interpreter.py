@@ -217,9 +217,9 @@ class ArenaFunctions(JxFunctions):
         return tuple(self.arena.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
 
     def arguments(self, op: jx.FuncOp, args: PythonValues) -> PythonValues:
-        """Donated arguments (`mem.args`) are written at their slots as the call starts and the caller's
-        arrays deleted, as `jax.jit` deletes donated arrays: the function reads them in the arena,
-        where later values may take their bytes."""
+        """Donated arguments (`mem.args`) are written at their slots as the call starts: the function
+        reads them in the arena, where later values may take their bytes (the call then deletes the
+        caller's arrays that `jax.jit` would)."""
         args = super().arguments(op, args)
         donated = donated_slots(op)
         if not donated:
@@ -230,8 +230,6 @@ class ArenaFunctions(JxFunctions):
             [args[k] for k in positions], [layout_of(op.body.block.args[k].type) for k in positions],
             [donated[k] for k in positions], [op.body.block.args[k] for k in positions],
         )
-        for k in positions:
-            delete(args[k])
         return replace(args, positions, written)
 
     def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
