@@ -233,6 +233,7 @@ def test_compare_xla_compiles_with_the_same_donation():
     assert "donated" not in str(kept)
 
 
+@pytest.mark.filterwarnings("ignore:Some donated buffers were not usable")
 @pytest.mark.parametrize("mode", ["compiled", "arena", "checked", "eager"])
 @pytest.mark.parametrize("fn, x", [
     (lambda x, y: (x * 2).sum() + y, jnp.ones(4)),
