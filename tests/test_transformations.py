@@ -29,6 +29,19 @@ from library_programs import PROGRAMS as LIBRARY
 from random_programs import random_program
 from transformations import DERIVATIVES, TRANSFORMATIONS, check_transformed, differentiable
 
+@pytest.fixture(autouse=True)
+def _no_persistent_compilation_cache():
+    """The programs here compile without JAX's persistent compilation cache: after hundreds of
+    compilations a worker sharing it died inside it, writing or reading an executable back
+    (`compilation_cache.put_executable_and_time`, `get_executable_and_time`), on cells that pass
+    alone."""
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
+
+
 SAMPLE = {
     "mlp_train_step", "convnet", "attention_grad", "layernorm", "scan_rnn", "scan_reverse", "newton_sqrt",
     "fori_loop_dynamic", "cond_bool", "switch", "nested_while_cond_scan", "grad_through_scan", "checkpoint_grad",
