@@ -144,7 +144,8 @@ def _same(a, b) -> bool:
 def try_mutation(plan, table, args, valid, kind: str, rng: random.Random) -> Outcome | None:
     """Corrupt a copy of `plan.module` once and run it every way; None where `kind` does not apply.
     `valid` is what `run_plan` gave for the valid plan."""
-    (expected, ops), limit = valid, 20 * valid[1] + 1000
+    expected, ops = valid
+    limit = 20 * ops + 1000
     module = plan.module.clone()
     what = mutate(next(iter(module.ops)), kind, rng)
     if what is None:

@@ -414,7 +414,9 @@ def test_an_init_operand_a_rotated_ring_in_a_case_result_reads_takes_a_slot_past
     def fn(x, n, flag):
         def rotating(x):
             u = jnp.floor(x)
-            body = lambda s: (s[0] + 1, s[2], jnp.clip(u, -2.0, 2.0) + s[2])
+            def body(s):
+                return s[0] + 1, s[2], jnp.clip(u, -2.0, 2.0) + s[2]
+
             return lax.while_loop(lambda s: s[0] < n, body, (0, u, x))[1]
 
         return lax.cond(flag, rotating, lambda x: x, x)
@@ -440,7 +442,9 @@ def test_a_value_a_toggle_ring_in_a_case_result_may_be_handed_back_takes_a_slot_
     def fn(x, n, flags):
         def looping(x):
             u = jnp.floor(x)
-            body = lambda j, d: lax.cond(flags[j], lambda d: jnp.clip(d, -2.0, 2.0) + 1.0, lambda d: u, d)
+            def body(j, d):
+                return lax.cond(flags[j], lambda d: jnp.clip(d, -2.0, 2.0) + 1.0, lambda d: u, d)
+
             return lax.fori_loop(0, n, body, x)
 
         return lax.cond(flags[0], looping, lambda x: x, x)
@@ -501,7 +505,9 @@ def test_an_init_operand_an_inner_rotation_reads_in_place_takes_a_free_slot_of_t
         def outer(i, s):
             a, b = s
             u = -a
-            body = lambda t: (t[0] + 1, t[2], jnp.abs(t[2]) - 1.0)
+            def body(t):
+                return t[0] + 1, t[2], jnp.abs(t[2]) - 1.0
+
             return lax.while_loop(lambda t: t[0] < n, body, (0, u, b))[1], a
 
         return lax.fori_loop(0, 4, outer, (x, y))
@@ -519,7 +525,9 @@ def test_an_init_operand_of_an_inner_rotation_that_always_ends_in_its_ring_takes
     def fn(x, y):
         def outer(i, s):
             a, b = s
-            body = lambda j, t: (t[1], jnp.abs(t[1]) - 1.0)
+            def body(j, t):
+                return t[1], jnp.abs(t[1]) - 1.0
+
             return lax.fori_loop(0, 3, body, (-a, b))[0], a
 
         return lax.fori_loop(0, 4, outer, (x, y))
@@ -541,7 +549,9 @@ def test_an_inner_ring_whose_first_rounds_read_values_no_round_computes_lies_in_
 
         def middle(j, s):
             a, b, c = s
-            body = lambda t: (t[0] + 1, jnp.abs(t[1]) + 1.0, t[1])
+            def body(t):
+                return t[0] + 1, jnp.abs(t[1]) + 1.0, t[1]
+
             return lax.while_loop(lambda t: t[0] < n, body, (0, c, b))[2], w, b
 
         return lax.fori_loop(0, 3, middle, (x, y, y))[0]
@@ -750,7 +760,9 @@ def _handed_one_of_its_carried_values(x, y, n):
 
     def body(i, carry):
         a, b = carry
-        inner = lambda: lax.while_loop(lambda s: (s[0] < 2) & (jnp.sum(s[1]) > 0), lambda s: (s[0] + 1, a), (0, b))[1]
+        def inner():
+            return lax.while_loop(lambda s: (s[0] < 2) & (jnp.sum(s[1]) > 0), lambda s: (s[0] + 1, a), (0, b))[1]
+
         return lax.switch(i % 3, [inner, lambda: a, lambda: b]), a
 
     a, b = lax.fori_loop(0, n, body, (x * 2, y + 1))

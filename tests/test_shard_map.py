@@ -14,8 +14,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 SCRIPT = textwrap.dedent('''
     import jax, jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P

@@ -54,8 +54,8 @@ def init_read_in_cond(x):
 
 
 def one_value_two_results(x, p):
-    k, l = lax.cond(p, lambda x: (jnp.tanh(x),) * 2, lambda x: (jnp.sin(x), jnp.cos(x)), x)
-    return (k * 2.0).sum(), l
+    k, m = lax.cond(p, lambda x: (jnp.tanh(x),) * 2, lambda x: (jnp.sin(x), jnp.cos(x)), x)
+    return (k * 2.0).sum(), m
 
 
 def phi_source_updated_in_place(x, p):
@@ -520,7 +520,10 @@ def test_a_plan_that_computes_a_value_outside_the_arena_is_refused_unless_the_fu
     """A value without a slot is computed outside the arena, which would run right while the arena
     understates the memory taken: only an output outside the arena, and what is computed in place of
     it, may be there."""
-    fn = lambda x, w: jnp.cos(jnp.sin(x) @ w)
+
+    def fn(x, w):
+        return jnp.cos(jnp.sin(x) @ w)
+
     args = jnp.ones((16, 8)), jnp.ones((8, 16))
     plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args, include_outputs=include_outputs)
     func = next(iter(plan.module.ops))
@@ -821,7 +824,9 @@ def test_a_loop_that_says_how_many_rounds_it_runs_hands_its_ring_to_the_outer_ca
 
     def counted_inner(x):
         def body(c, _):
-            grow = lambda s: (s[0] + 1, jnp.clip(c**3, -1.5, 1.5) + s[1] * 0.0)
+            def grow(s):
+                return s[0] + 1, jnp.clip(c**3, -1.5, 1.5) + s[1] * 0.0
+
             _, y = lax.while_loop(lambda s: s[0] < 2, grow, (jnp.int32(0), c))
             return y, None
 
