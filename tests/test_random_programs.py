@@ -4,8 +4,8 @@
 seed and prints the program; `random_programs.random_program(seed)` rebuilds it.
 
 Programs run checked (the sanitizer). Besides the outputs, the run must copy nothing
-(`last_run.copied_bytes == 0`; a program that still copies is reported as an expected failure
-with its bytes, after its values and reads were checked), and a program
+(`last_run.copied_bytes == 0`, checked after its values and reads: `CopiedBytes` names the bytes
+otherwise), and a program
 with `jax.debug.callback`s must hand its callbacks the same values as `jax.jit` does, the ordered
 ones in the same order (`check_random_program`; `benchmarks/soak.py` runs the same check over many
 more seeds).
