@@ -7,18 +7,16 @@ sizes (so that ties decide) and alignment; and the example traces of benchmarks/
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import reference_allocators as reference
+from test_allocators import synthetic_trace
 
 from jaxalloc.allocators import allocate, allocation_graph
 from jaxalloc.allocators.problem import Problem
 from jaxalloc.traces import read_trace
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import reference_allocators as reference  # noqa: E402
 
 TRACES = Path(__file__).resolve().parents[1] / "benchmarks" / "traces"
 REFERENCES = {
@@ -102,10 +100,7 @@ def test_example_traces_get_todays_plans(path):
 
 
 def test_a_training_trace_gets_todays_plans():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from synthetic_trace import training_step_trace
-
-    data = training_step_trace(1500)
+    data = synthetic_trace(1500)
     problem = Problem.from_intervals(data["size"], data["lower"], data["upper"])
     assert_same_plans(problem, REFERENCES)
 
