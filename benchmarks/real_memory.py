@@ -1,7 +1,8 @@
 """What a planned call really holds, against a `jax.jit` call of the same function.
 
 Per program of `programs.py` and `library_models.py`:
-- `plan`: the arena of the plan the compiled mode runs (the outputs inside);
+- `plan`: the arena of the plan the compiled mode runs (`Planned.plan`: the outputs outside it, but
+  those loops and branches compute);
 - the planned call by its parts, from `memory_analysis()` of its kernel (matmul fusion off): the
   arena, the kernel's own temp (where XLA computes what it cannot compute in place in the arena),
   the outputs it returns beside the arena, and what the function holds between calls;
@@ -125,7 +126,7 @@ def main() -> None:
     ratios, resident_ratios = [], []
     began = time.perf_counter()
     for index, (name, fn, args) in chosen:
-        plan = planned(fn).plan(*args, include_outputs=True)
+        plan = planned(fn).plan(*args)
         parts = planned_parts(fn, args)
         jit = XlaComparison.xla_bytes(xla_memory(fn, args, fusion=False))
         ratios.append(parts["total"] / jit)
@@ -142,7 +143,7 @@ def main() -> None:
         means += ["", "", _geometric_mean(resident_ratios)]
     print("| " + " | ".join(means) + " |")
     print(
-        "\n`plan`: the arena of the plan the compiled mode runs (outputs inside). The planned call's parts: `arena` "
+        "\n`plan`: the arena of the plan the compiled mode runs (outputs outside it, but those loops and branches compute). The planned call's parts: `arena` "
         "(a new one each call), `kernel temp` (`memory_analysis()` of the kernel, matmul fusion off), `outputs` (the "
         "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum. `jit "
         "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "

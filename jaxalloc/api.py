@@ -221,15 +221,15 @@ class _Traced:
                 delete(flat_args[k])
 
     def compiled(self, key: tuple[str, int], inline: bool = False, keep_arena: bool = False) -> CompiledRun:
-        """The kernel of the plan for `key`, planned on first use (with the outputs inside the arena: a
-        value computed out of the arena and kept beside it until the kernel returns would make XLA
-        copy the arena to keep reading it after later writes). A kernel `inline` in an enclosing
+        """The kernel of the plan for `key`, planned on first use. The outputs are computed where the
+        caller receives them, outside the arena, but those a loop or a branch computes, which
+        each round updates in the arena (`plan_function`'s `loop_outputs_inside`). A kernel `inline` in an enclosing
         computation runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop
         into one kernel (`one_kernel`) inside a computation that is not the kernel's own."""
         variant = (key, inline, keep_arena and not inline)
         if variant not in self.kernels:
             with self.phases.timed("plan"):
-                plan = make_plan(self.converted.module, *key, include_outputs=True, donated=self.donated)
+                plan = make_plan(self.converted.module, *key, loop_outputs_inside=True, donated=self.donated)
                 functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
                 self.kernels[variant] = CompiledRun(
                     plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.deleted,
@@ -489,7 +489,9 @@ class Planned:
         self, *args, allocator: str | None = None, alignment: int | None = None, include_outputs: bool = False, **kwargs
     ) -> Plan:
         """The arena plan for these arguments (arguments may be ShapeDtypeStructs); the allocator and
-        alignment default to the function's own."""
+        alignment default to the function's own. It is the plan a call runs: in compiled mode, the
+        outputs that loops and branches compute lie in the arena (`make_plan`'s
+        `loop_outputs_inside`); `include_outputs=True` plans every output in it."""
         allocator = allocator if allocator is not None else self.allocator
         alignment = alignment if alignment is not None else self.alignment
         traced = self._traced(args, kwargs)
@@ -499,6 +501,7 @@ class Planned:
             allocator,
             alignment,
             include_outputs,
+            loop_outputs_inside=self.mode == "compiled",
             function=statics.bind(self._fun),
             args=args,
             kwargs=kwargs,
@@ -572,10 +575,11 @@ class _Program:
 
     @functools.cached_property
     def plan(self) -> Plan:
-        """The plan this program runs in its mode: compiled mode's holds the outputs in the arena."""
+        """The plan this program runs in its mode: compiled mode's holds the outputs that loops and
+        branches compute in the arena."""
         options = self.planned.options
         return make_plan(self.traced.converted.module, options.allocator, options.alignment,
-                         include_outputs=options.mode == "compiled", donated=self.traced.donated)
+                         loop_outputs_inside=options.mode == "compiled", donated=self.traced.donated)
 
     def run(self, flat_args):
         return self.planned._run(self.traced, flat_args)

@@ -387,6 +387,18 @@ class CompiledFunctions(ArenaFunctions):
             return self.pin(jnp.concatenate([words, zero[None]]))[:1]
         return _pinned(words, jnp.broadcast_to(zero, words.shape))
 
+    def pin_value(self, value: jax.Array, layout: Layout) -> jax.Array:
+        """`value` computed once into a buffer of its own (`_pinned`), of its own type and shape where
+        a reduction has an identity for its elements: a value of another type or shape would be
+        converted back by a copy of its own."""
+        if not layout.nbytes:
+            return value
+        if layout.key_impl is not None:
+            return jax.random.wrap_key_data(_pinned_as_is(jax.random.key_data(value), self.base), impl=layout.key_impl)
+        if _pinnable_as_is(jnp.result_type(value)):
+            return _pinned_as_is(value, self.base)
+        return from_words(self.pin(to_words(value, layout, WORDS[min(layout.stored_dtype.itemsize, 4)])), layout)
+
     def read_operands(self, values: Sequence[Any], layouts: Sequence[Layout], fenced: bool, pinned: bool) -> tuple:
         """The operands of one op. Small ones (`GROUPED_READ_BYTES`) in the arena at more than one
         place are read together, one buffer of their words (`_pinned`), in one kernel instead of
@@ -452,9 +464,14 @@ class CompiledFunctions(ArenaFunctions):
         self.copied = (low & 0xFFFFF, high + (low >> 20))
 
     def copy_out(self, value, layout: Layout) -> jax.Array:
-        if isinstance(value, At | Either):
-            self.count(layout.nbytes if isinstance(value, At) else jnp.where(value.inside, layout.nbytes, 0))
-        return self.read(value, layout)
+        """`value` read out of the arena, to be kept outside it: read once into a buffer of its own,
+        which every later write waits for (as for an op whose results stay outside, `apply`)."""
+        if not isinstance(value, At | Either):
+            return value
+        self.count(layout.nbytes if isinstance(value, At) else jnp.where(value.inside, layout.nbytes, 0))
+        copied = self.read(value, layout, pinned=True)
+        self.base = _read_all([copied], self.base)
+        return copied
 
     def move(self, values: Sequence[Any], layouts: Sequence[Layout], places: Sequence[Any]) -> tuple:
         """`Arena.move`: each value put at its place, as if every source were read before anything is
@@ -634,18 +651,32 @@ class CompiledFunctions(ArenaFunctions):
         if window is not None:
             return window
         fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
-        # an op that writes nothing into the arena (a callback, a value kept outside) hands nothing
-        # back that a later write would wait for: every later write waits for its operands instead
-        # (its offset counts from a `base` made of them), as XLA copies the arena where a read of it
-        # is not ordered before a later write
-        unwritten = effect or all(p is None for p in places) and any(isinstance(v, At | Either) for v in args)
-        operands = self.read_operands(args, layout.inputs, fenced, pinned=unwritten or sum(p is not None for p in places) > 1)
-        if unwritten:
+        # an op that reads the arena and writes nothing into it (a callback, values kept outside, such
+        # as outputs) hands nothing back that a later write would wait for, and XLA copies the arena
+        # where a read of it is not ordered before a later write: every later write waits instead
+        # (its offset counts from a `base` made of them) for a callback's operands, or for the
+        # results, each computed once into a buffer of its own (`kept_outside`)
+        unwritten = all(p is None for p in places) and any(isinstance(v, At | Either) for v in args)
+        operands = self.read_operands(args, layout.inputs, fenced, pinned=effect or sum(p is not None for p in places) > 1)
+        if effect:
             self.base = _read_all(operands, self.base)
         results = binding.bind(*operands)
+        if unwritten and not effect:
+            results = self.kept_outside(op, results, layout.outputs)
         outside = not any(isinstance(v, At | Either) for v in args)
         return tuple(r if p is None else self.write(r, l, p, spread=outside or _spreads(op, k))
                      for k, (r, p, l) in enumerate(zip(results, places, layout.outputs)))
+
+    def kept_outside(self, op: jx.PrimOp | jx.FusedOp, results: Sequence[Any], layouts: Sequence[Layout]) -> tuple:
+        """Results computed from the arena and kept outside it, each in a buffer of its own that every
+        later write waits for. XLA computes a matrix product or a convolution into a buffer of its
+        own; any other result is pinned (`_pinned`), which XLA computes once, reading the arena as
+        it goes, where it would compute a cheap result again inside each of its users, after later
+        writes (pinning the operands instead holds a copy of each until the op runs)."""
+        if not (isinstance(op, jx.PrimOp) and op.primitive.data in MATERIALIZED):
+            results = tuple(self.pin_value(r, l) for r, l in zip(results, layouts))
+        self.base = _read_all(results, self.base)
+        return tuple(results)
 
     def window(self, op: Operation, args: PythonValues, places: Sequence[Any], layout) -> tuple | None:
         """A `dynamic_slice` of a value in the arena, or a `dynamic_update_slice` of one in place,
@@ -984,6 +1015,10 @@ INDEXED = frozenset(
 the arena that reads the operand with them, and clamp to the arena instead (`arena.read_bytes`)."""
 
 
+MATERIALIZED = frozenset({"dot_general", "conv_general_dilated"})
+"""Primitives whose results XLA computes into buffers of their own, never again inside their users."""
+
+
 WINDOWED = frozenset({"dynamic_slice", "dynamic_update_slice"})
 """Primitives that read or write a window of a value in the arena (`CompiledFunctions.window`)."""
 
@@ -1043,6 +1078,30 @@ def _pinned(words: jax.Array, zeros: jax.Array) -> jax.Array:
     made from `base`. Each word is reduced with its zero along the minor axis of the pair: on the
     GPU, the same reduction along the major axis still left two copies of the arena in a kernel."""
     return lax.reduce(jnp.stack([words, zeros], axis=1), words.dtype.type(0), lax.bitwise_or, (1,))
+
+
+INFINITE_FLOATS = frozenset(map(np.dtype, (jnp.float16, jnp.bfloat16, jnp.float32, jnp.float64)))
+"""Float types with an infinity, the identity of `max` (most float8 types have none)."""
+
+
+def _pinnable_as_is(dtype) -> bool:
+    return dtype in INFINITE_FLOATS or jnp.issubdtype(dtype, jnp.bool_) or jnp.issubdtype(dtype, jnp.integer)
+
+
+def _pinned_as_is(x: jax.Array, base: jax.Array) -> jax.Array:
+    """`_pinned` for an array of bools, integers or floats, in its own type and shape: reduced with
+    the identity of `bitwise_or` (0), or for floats of `max` (-inf), each made from `base`."""
+    dtype = jnp.result_type(x)
+    floating = dtype in INFINITE_FLOATS
+    identity = lax.convert_element_type(base, dtype)
+    if floating:
+        identity = lax.sub(identity, np.array(np.inf, dtype))
+    if math.prod(jnp.shape(x)) == 1:  # with the identity beside it, as `CompiledFunctions.pin` does
+        pair = _pinned_as_is(jnp.concatenate([jnp.ravel(x), identity[None]]), base)
+        return pair[:1].reshape(jnp.shape(x))
+    stacked = jnp.stack([x, jnp.broadcast_to(identity, jnp.shape(x))], axis=-1)
+    init = np.array(-np.inf if floating else 0, dtype)
+    return lax.reduce(stacked, init, lax.max if floating else lax.bitwise_or, (jnp.ndim(x),))
 
 
 def _slice(arena: jax.Array, start, count: int) -> jax.Array:
@@ -1112,10 +1171,12 @@ def _bytes_free(layouts: Sequence[Layout]) -> bool:
 
 
 def _read_all(inputs: Sequence[Any], base: jax.Array) -> jax.Array:
-    """`base` made to depend on the first element of every input (of bool, int or float elements),
-    in a branch that never runs but that XLA cannot drop, as it cannot see `base`."""
-    seen = sum(lax.convert_element_type(jnp.ravel(x)[0], jnp.int32) for x in inputs
-               if math.prod(jnp.shape(x)) and _of_numbers(jnp.result_type(x)))
+    """`base` made to depend on the first element of every input (of bool, int or float elements, or
+    a PRNG key's data), in a branch that never runs but that XLA cannot drop, as it cannot see `base`."""
+    numbers = (jax.random.key_data(x) if jax.dtypes.issubdtype(jnp.result_type(x), jax.dtypes.prng_key) else x
+               for x in inputs)
+    seen = sum(lax.convert_element_type(jnp.ravel(x)[0], jnp.int32) for x in numbers
+               if math.prod(jnp.shape(x)) and _real_numbers(jnp.result_type(x)))
     return lax.select(base == _UNSEEN, base + seen, base)
 
 
@@ -1132,6 +1193,12 @@ def _hideable(x) -> bool:
 def _of_numbers(dtype) -> bool:
     """Whether elements of `dtype` are bools, integers or floats (not complex numbers or PRNG keys)."""
     return not jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key) and dtype.kind in "biuf"
+
+
+def _real_numbers(dtype) -> bool:
+    """Whether elements of `dtype` are bools, integers or real floats of any width (bfloat16 and
+    the float8 types included)."""
+    return any(jnp.issubdtype(dtype, kind) for kind in (jnp.bool_, jnp.integer, jnp.floating))
 
 
 def _hidden(x, unseen: jax.Array) -> jax.Array:

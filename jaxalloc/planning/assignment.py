@@ -213,20 +213,26 @@ class _Options:
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
                   donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True,
-                  kept_loans: bool = True, pools: bool = True) -> BlockPlan:
+                  kept_loans: bool = True, pools: bool = True, loop_outputs_inside: bool = False) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
 
     The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
     to their last use and written there when the function is called: later values and outputs
-    may take their bytes, an elementwise op or update computed in place into one where it dies."""
+    may take their bytes, an elementwise op or update computed in place into one where it dies.
+
+    `loop_outputs_inside` (outputs outside): an output that a loop or a branch computes (or a view of
+    one) stays in the arena all the same. Outside, it would be a buffer of the loop's or branch's
+    own beside the arena, into which each round's value is computed apart from its operands in the
+    arena; inside, each round updates it where it lies."""
     options = _Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
     if not include_outputs:
-        outside.update(block.last_op.operands)
+        outside.update(v for v in block.last_op.operands
+                       if not (loop_outputs_inside and isinstance(viewed(v).owner, jx.WhileOp | jx.CaseOp)))
     return _plan_block(block, options, outside, dictated={}, foldable=inside, donated=inside)
 
 

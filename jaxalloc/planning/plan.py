@@ -48,6 +48,9 @@ class Plan:
     arena_bytes: int
     buffers: tuple[Row, ...]
     include_outputs: bool = False
+    loop_outputs_inside: bool = False
+    """Outputs outside the arena but those a loop or a branch computes (`plan_function`): the plan a
+    compiled call runs."""
     schedule: tuple[str, ...] = ()
     """What runs at each step of the flattened schedule (primitive and source line), for reports."""
     function: Callable | None = field(default=None, repr=False, compare=False)
@@ -317,6 +320,7 @@ def make_plan(
     alignment: int = 64,
     include_outputs: bool = False,
     *,
+    loop_outputs_inside: bool = False,
     function: Callable | None = None,
     args: tuple = (),
     kwargs: dict | None = None,
@@ -328,7 +332,7 @@ def make_plan(
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
-    are donated, planned in the arena (`mem.args`).
+    are donated, planned in the arena (`mem.args`). `loop_outputs_inside`: see `plan_function`.
     """
     from jaxalloc.passes.assign import assign
 
@@ -340,7 +344,7 @@ def make_plan(
     if donated and not 0 <= donated[0] <= donated[-1] < len(func.body.block.args):
         raise JaxallocError(f"donated arguments {list(donated)} of @{func.sym_name.data}, which has {len(func.body.block.args)}")
     # never hand out a plan that lets a value be overwritten before it is read
-    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated)
+    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, loop_outputs_inside)
     return Plan(
         module,
         allocator,
@@ -348,6 +352,7 @@ def make_plan(
         block_plan.size,
         _named_as_in_ir(module, block_plan, plan_rows(func, block_plan)),
         include_outputs=include_outputs,
+        loop_outputs_inside=loop_outputs_inside and not include_outputs,
         schedule=_schedule_labels(func),
         function=function,
         example_args=tuple(args),
