@@ -7,6 +7,7 @@ shapes, dtypes, weak types) and caches what it built for that signature.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import re
@@ -188,6 +189,25 @@ class _Traced:
     closed_over: tuple = ()
     """Values of an enclosing trace the function closes over: JAX makes them the program's first
     arguments."""
+    made: dict[tuple, Plan] = field(default_factory=dict)
+    """The plans made so far, per (allocator, alignment) and `make_plan`'s options (`plan`)."""
+
+    def plan(self, key: tuple[str, int], include_outputs: bool = False, loop_outputs_inside: bool = False,
+             products_outside: bool = False) -> Plan:
+        """The plan for `key` with `make_plan`'s options, made once."""
+        variant = (key, include_outputs, loop_outputs_inside and not include_outputs, products_outside)
+        if variant not in self.made:
+            with self.phases.timed("plan"):
+                self.made[variant] = make_plan(self.converted.module, *key, include_outputs,
+                                               loop_outputs_inside=variant[2], products_outside=products_outside,
+                                               donated=self.donated)
+        return self.made[variant]
+
+    def kernel_plan(self, key: tuple[str, int]) -> Plan:
+        """The plan the compiled kernel runs: the outputs outside the arena, but those loops and
+        branches compute, which each round updates in it; the values of matrix products and
+        convolutions in XLA's own buffers, where XLA computes such ops anyway (`plan_function`)."""
+        return self.plan(key, loop_outputs_inside=True, products_outside=True)
 
     def run(self, flat_args, planned: Planned, listeners) -> tuple[PythonValues, int, int]:
         """Interpret the module on flat arguments, in the arena or eagerly; returns the outputs, the
@@ -200,8 +220,7 @@ class _Traced:
             if planned.mode == "compiled":
                 return self.run_compiled(key, flat_args, planned.keep_arena)
             if key not in self.plans:
-                with self.phases.timed("plan"):
-                    self.plans[key] = (make_plan(self.converted.module, *key, donated=self.donated), Schedules(), {})
+                self.plans[key] = (self.plan(key), Schedules(), {})
             plan, schedules, layouts = self.plans[key]
             run_in = CheckedFunctions if planned.mode == "checked" else ArenaFunctions
             functions = run_in(self.converted.table, schedules, layouts=layouts)
@@ -221,15 +240,13 @@ class _Traced:
                 delete(flat_args[k])
 
     def compiled(self, key: tuple[str, int], inline: bool = False, keep_arena: bool = False) -> CompiledRun:
-        """The kernel of the plan for `key`, planned on first use. The outputs are computed where the
-        caller receives them, outside the arena, but those a loop or a branch computes, which
-        each round updates in the arena (`plan_function`'s `loop_outputs_inside`). A kernel `inline` in an enclosing
+        """The kernel of the plan for `key`, planned on first use (`plan`'s `kernel`). A kernel `inline` in an enclosing
         computation runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop
         into one kernel (`one_kernel`) inside a computation that is not the kernel's own."""
         variant = (key, inline, keep_arena and not inline)
         if variant not in self.kernels:
+            plan = self.kernel_plan(key)
             with self.phases.timed("plan"):
-                plan = make_plan(self.converted.module, *key, loop_outputs_inside=True, donated=self.donated)
                 functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
                 self.kernels[variant] = CompiledRun(
                     plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.deleted,
@@ -489,24 +506,22 @@ class Planned:
         self, *args, allocator: str | None = None, alignment: int | None = None, include_outputs: bool = False, **kwargs
     ) -> Plan:
         """The arena plan for these arguments (arguments may be ShapeDtypeStructs); the allocator and
-        alignment default to the function's own. It is the plan a call runs: in compiled mode, the
-        outputs that loops and branches compute lie in the arena (`make_plan`'s
-        `loop_outputs_inside`); `include_outputs=True` plans every output in it."""
+        alignment default to the function's own. It plans every value the function computes, the
+        outputs outside the arena but, in compiled mode, those that loops and branches compute
+        (`make_plan`'s `loop_outputs_inside`); `include_outputs=True` plans every output in it. A
+        compiled call also leaves the values of matrix products and convolutions to XLA's own
+        buffers: `jaxalloc.plans` gives the plans calls run."""
         allocator = allocator if allocator is not None else self.allocator
         alignment = alignment if alignment is not None else self.alignment
+        get_allocator(allocator)
+        key = (allocator, check_alignment(alignment))
         traced = self._traced(args, kwargs)
         statics, args, kwargs = self._split(args, kwargs)
-        return make_plan(
-            traced.converted.module,
-            allocator,
-            alignment,
-            include_outputs,
-            loop_outputs_inside=self.mode == "compiled",
-            function=statics.bind(self._fun),
-            args=args,
-            kwargs=kwargs,
-            donated=traced.donated,
-        )
+        plan = traced.plan(key, include_outputs, loop_outputs_inside=self.mode == "compiled")
+        # what `Plan.compare_xla` compiles with `jax.jit`: the arguments' types, no array kept alive
+        args, kwargs = jax.tree_util.tree_map_with_path(_abstract, (args, kwargs))
+        return dataclasses.replace(plan, function=statics.bind(self._fun), example_args=args, example_kwargs=kwargs,
+                                   source=traced.converted.module)
 
     def _arrays_key(self, args, kwargs) -> tuple[Any, list]:
         """A call's cache key where it passes jax arrays alone and nothing is static (else None), and
@@ -573,13 +588,12 @@ class _Program:
     def name(self) -> str:
         return self.traced.converted.func.sym_name.data
 
-    @functools.cached_property
+    @property
     def plan(self) -> Plan:
-        """The plan this program runs in its mode: compiled mode's holds the outputs that loops and
-        branches compute in the arena."""
+        """The plan this program runs in its mode (`_Traced.plan`)."""
         options = self.planned.options
-        return make_plan(self.traced.converted.module, options.allocator, options.alignment,
-                         loop_outputs_inside=options.mode == "compiled", donated=self.traced.donated)
+        key = (options.allocator, options.alignment)
+        return self.traced.kernel_plan(key) if options.mode == "compiled" else self.traced.plan(key)
 
     def run(self, flat_args):
         return self.planned._run(self.traced, flat_args)

@@ -522,9 +522,9 @@ def test_a_plan_that_computes_a_value_outside_the_arena_is_refused_unless_the_fu
     it, may be there."""
 
     def fn(x, w):
-        return jnp.cos(jnp.sin(x) @ w)
+        return jnp.cos(jnp.sum(jnp.sin(x), axis=0) * w)
 
-    args = jnp.ones((16, 8)), jnp.ones((8, 16))
+    args = jnp.ones((16, 8)), jnp.ones(8)
     plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args, include_outputs=include_outputs)
     func = next(iter(plan.module.ops))
     assert func.attributes["mem.arena"].outputs.data == include_outputs
@@ -538,6 +538,25 @@ def test_a_plan_that_computes_a_value_outside_the_arena_is_refused_unless_the_fu
         check_planned(func)  # the output
     del ops["sin"].attributes["mem.slot"]
     with pytest.raises(jaxalloc.PlanViolation, match=r"\(sin .*\) has no slot, so it is computed outside the arena"):
+        check_planned(func)
+
+
+def test_a_plan_may_leave_the_values_of_a_matrix_product_to_xla():
+    """XLA computes a matrix product only on buffers of its own: its operands and results, and what
+    is computed in their place, may lie outside the arena; other values may not."""
+
+    def fn(x, w):
+        return jnp.sum(jnp.cos(jnp.sin(x) @ w), axis=0)
+
+    args = jnp.ones((16, 8)), jnp.ones((8, 16))
+    plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args, include_outputs=True)
+    func = next(iter(plan.module.ops))
+    ops = {op.primitive.data: op for op in func.walk() if isinstance(op, jx.PrimOp)}
+    for name in ("sin", "dot_general", "cos"):  # an operand, the result, computed in its place
+        ops[name].attributes.pop("mem.slot", None)
+    check_planned(func)
+    ops["reduce_sum"].attributes.pop("mem.slot", None)
+    with pytest.raises(jaxalloc.PlanViolation, match=r"\(reduce_sum .*\) has no slot, so it is computed outside the arena"):
         check_planned(func)
 
 

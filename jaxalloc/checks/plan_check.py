@@ -452,7 +452,7 @@ def _check_unplaced(func: jx.FuncOp, outputs_inside: bool) -> None:
                     raise PlanViolation(f"invalid plan of @{func.sym_name.data}: {_op(op)} has no {name} entry per result")
             if not isinstance(op, (jx.WhileOp, jx.CaseOp, jx.ConstOp, jx.YieldOp)) and not reinterprets(op):
                 computing.append(op)
-    returnable = set() if outputs_inside else _returnable(func)
+    returnable = (set() if outputs_inside else _returnable(func)) | _held_by_xla(func)
     for op in computing:
         for k, value in enumerate(op.results):
             if byte_size(value.type) and not _placed(op, k) and value not in returnable:
@@ -485,6 +485,41 @@ def _placed(op: Operation, k: int) -> bool:
 def _computed_outside(value: SSAValue) -> bool:
     """Whether `value` is an op's result without a place in the arena (not a constant)."""
     return isinstance(value, OpResult) and not isinstance(value.owner, jx.ConstOp) and not _placed(value.owner, value.index)
+
+
+XLA_PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
+"""Primitives XLA computes only on buffers of its own: a plan may leave their values to XLA."""
+
+
+def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
+    """The values of the function's block that may lie in buffers of XLA's own, outside the arena:
+    the operands and results of its matrix products and convolutions (those of a fused op holding
+    one), and, through values without a place, values of their size computed in the place of one
+    or in whose place one is computed. (Which of its operands an op took the place of is the
+    planner's choice; any of them is allowed, as for the outputs.)"""
+    block = func.body.block
+    pending: list[SSAValue] = []
+    for op in block.ops:
+        inner = list(op.body.block.ops) if isinstance(op, jx.FusedOp) else [op]
+        if any(isinstance(o, jx.PrimOp) and o.primitive.data in XLA_PRODUCTS for o in inner):
+            pending.extend(v for v in (*op.operands, *op.results) if _computed_outside(v))
+    found: set[SSAValue] = set()
+
+    def computing(op: Operation) -> bool:
+        return op.parent_block() is block and not isinstance(op, (jx.WhileOp, jx.CaseOp, jx.YieldOp))
+
+    while pending:
+        value = pending.pop()
+        if value in found:
+            continue
+        found.add(value)
+        size = byte_size(value.type)
+        if computing(value.owner):
+            pending.extend(v for v in value.owner.operands if byte_size(v.type) == size and _computed_outside(v))
+        for use in value.uses:
+            if computing(use.operation):
+                pending.extend(r for r in use.operation.results if byte_size(r.type) == size and _computed_outside(r))
+    return found
 
 
 def _returnable(func: jx.FuncOp) -> set[SSAValue]:

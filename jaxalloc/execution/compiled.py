@@ -664,8 +664,8 @@ class CompiledFunctions(ArenaFunctions):
         if unwritten and not effect:
             results = self.kept_outside(op, results, layout.outputs)
         outside = not any(isinstance(v, At | Either) for v in args)
-        return tuple(r if p is None else self.write(r, l, p, spread=outside or _spreads(op, k))
-                     for k, (r, p, l) in enumerate(zip(results, places, layout.outputs)))
+        return tuple(r if p is None else self.write(r, out, p, spread=outside or _spreads(op, k))
+                     for k, (r, p, out) in enumerate(zip(results, places, layout.outputs)))
 
     def kept_outside(self, op: jx.PrimOp | jx.FusedOp, results: Sequence[Any], layouts: Sequence[Layout]) -> tuple:
         """Results computed from the arena and kept outside it, each in a buffer of its own that every
@@ -674,7 +674,7 @@ class CompiledFunctions(ArenaFunctions):
         it goes, where it would compute a cheap result again inside each of its users, after later
         writes (pinning the operands instead holds a copy of each until the op runs)."""
         if not (isinstance(op, jx.PrimOp) and op.primitive.data in MATERIALIZED):
-            results = tuple(self.pin_value(r, l) for r, l in zip(results, layouts))
+            results = tuple(self.pin_value(r, out) for r, out in zip(results, layouts))
         self.base = _read_all(results, self.base)
         return tuple(results)
 
@@ -894,7 +894,8 @@ class CompiledFunctions(ArenaFunctions):
 
     def encode_all(self, owner: Operation, values, kinds, layouts, carried=None) -> tuple:
         carried = carried or (None,) * len(values)
-        return tuple(self.encode(v, k, l, owner, i, c) for i, (v, k, l, c) in enumerate(zip(values, kinds, layouts, carried)))
+        return tuple(self.encode(v, kind, layout, owner, i, c)
+                     for i, (v, kind, layout, c) in enumerate(zip(values, kinds, layouts, carried)))
 
     def ring(self, views: ViewsAttr) -> _Ring:
         """A multi-view in the round being run of the enclosing loop (`ViewsAttr.within`)."""
@@ -1090,7 +1091,10 @@ def _pinnable_as_is(dtype) -> bool:
 
 def _pinned_as_is(x: jax.Array, base: jax.Array) -> jax.Array:
     """`_pinned` for an array of bools, integers or floats, in its own type and shape: reduced with
-    the identity of `bitwise_or` (0), or for floats of `max` (-inf), each made from `base`."""
+    the identity of `bitwise_or` (0), or for floats of `max` (-inf), made from `base`. The reduction
+    takes its operands the other way round and its initial value traced, so that it is no program's
+    own `reduce_max` or `reduce_or`, which XLA would merge with it and then read the arena where
+    the merged reduction runs."""
     dtype = jnp.result_type(x)
     floating = dtype in INFINITE_FLOATS
     identity = lax.convert_element_type(base, dtype)
@@ -1100,8 +1104,8 @@ def _pinned_as_is(x: jax.Array, base: jax.Array) -> jax.Array:
         pair = _pinned_as_is(jnp.concatenate([jnp.ravel(x), identity[None]]), base)
         return pair[:1].reshape(jnp.shape(x))
     stacked = jnp.stack([x, jnp.broadcast_to(identity, jnp.shape(x))], axis=-1)
-    init = np.array(-np.inf if floating else 0, dtype)
-    return lax.reduce(stacked, init, lax.max if floating else lax.bitwise_or, (jnp.ndim(x),))
+    combine = lax.max if floating else lax.bitwise_or
+    return lax.reduce(stacked, identity, lambda a, b: combine(b, a), (jnp.ndim(x),))
 
 
 def _slice(arena: jax.Array, start, count: int) -> jax.Array:

@@ -213,7 +213,8 @@ class _Options:
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
                   donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True,
-                  kept_loans: bool = True, pools: bool = True, loop_outputs_inside: bool = False) -> BlockPlan:
+                  kept_loans: bool = True, pools: bool = True, loop_outputs_inside: bool = False,
+                  products_outside: bool = False) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -225,7 +226,12 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     `loop_outputs_inside` (outputs outside): an output that a loop or a branch computes (or a view of
     one) stays in the arena all the same. Outside, it would be a buffer of the loop's or branch's
     own beside the arena, into which each round's value is computed apart from its operands in the
-    arena; inside, each round updates it where it lies."""
+    arena; inside, each round updates it where it lies.
+
+    `products_outside`: the values that a matrix product or a convolution of the function's block
+    reads or computes (`PRODUCTS`) stay outside the arena, in buffers of XLA's own: XLA computes
+    such an op only on buffers of its own, so in the arena each would be held twice, in its slot
+    and in the copy XLA reads or writes."""
     options = _Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools)
     block = func.body.block
     inside = {block.args[i] for i in donated}
@@ -233,7 +239,26 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     if not include_outputs:
         outside.update(v for v in block.last_op.operands
                        if not (loop_outputs_inside and isinstance(viewed(v).owner, jx.WhileOp | jx.CaseOp)))
+    if products_outside:
+        outside.update(_products_values(block))
     return _plan_block(block, options, outside, dictated={}, foldable=inside, donated=inside)
+
+
+PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
+"""Primitives that XLA computes on buffers of its own only (`plan_function`'s `products_outside`)."""
+
+
+def _products_values(block: Block) -> set[SSAValue]:
+    """The operands and results of the matrix products and convolutions of `block` (a fused op
+    holding one counts as one), but values of loops and branches (multi-views and phis) and
+    constants."""
+    found: set[SSAValue] = set()
+    for op in block.ops:
+        inner = op.body.block.ops if isinstance(op, jx.FusedOp) else (op,)
+        if any(isinstance(o, jx.PrimOp) and o.primitive.data in PRODUCTS for o in inner):
+            found.update(v for v in (*op.operands, *op.results) if not isinstance(v, BlockArgument)
+                         and not isinstance(viewed(v).owner, jx.WhileOp | jx.CaseOp | jx.ConstOp))
+    return found
 
 
 def _pad(size: int, alignment: int) -> int:

@@ -49,8 +49,9 @@ class Plan:
     buffers: tuple[Row, ...]
     include_outputs: bool = False
     loop_outputs_inside: bool = False
-    """Outputs outside the arena but those a loop or a branch computes (`plan_function`): the plan a
-    compiled call runs."""
+    """Outputs outside the arena but those a loop or a branch computes (`plan_function`)."""
+    products_outside: bool = False
+    """The values of matrix products and convolutions in XLA's own buffers (`plan_function`)."""
     schedule: tuple[str, ...] = ()
     """What runs at each step of the flattened schedule (primitive and source line), for reports."""
     function: Callable | None = field(default=None, repr=False, compare=False)
@@ -133,9 +134,13 @@ class Plan:
         """
         if self.function is None or self.source is None:
             raise JaxallocError("this plan was made from a module, not a function: use planned(f).plan(*args) to compare with XLA")
-        other = make_plan(self.source, self.allocator, self.alignment, include_outputs=not self.include_outputs,
-                          donated=self.donated)
-        inside, outside = (self, other) if self.include_outputs else (other, self)
+        def planned_with(include_outputs: bool) -> Plan:
+            if self.include_outputs == include_outputs and not (self.loop_outputs_inside or self.products_outside):
+                return self
+            return make_plan(self.source, self.allocator, self.alignment, include_outputs=include_outputs,
+                             donated=self.donated)
+
+        inside, outside = planned_with(True), planned_with(False)
         return compare_with_xla(
             self.function,
             self.example_args,
@@ -180,6 +185,10 @@ class Plan:
             )
             return "\n".join([*lines, nothing])
         where = "outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"
+        if self.loop_outputs_inside:
+            where += ", but those loops and branches compute"
+        if self.products_outside:
+            where += "; matrix products' and convolutions' values in XLA's buffers"
         if self.donated:
             where += f"; {plural(len(self.donated), 'donated argument')} in it"
         steps = max(r.end for r in rows)
@@ -321,6 +330,7 @@ def make_plan(
     include_outputs: bool = False,
     *,
     loop_outputs_inside: bool = False,
+    products_outside: bool = False,
     function: Callable | None = None,
     args: tuple = (),
     kwargs: dict | None = None,
@@ -332,7 +342,8 @@ def make_plan(
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
-    are donated, planned in the arena (`mem.args`). `loop_outputs_inside`: see `plan_function`.
+    are donated, planned in the arena (`mem.args`). `loop_outputs_inside`, `products_outside`: see
+    `plan_function`.
     """
     from jaxalloc.passes.assign import assign
 
@@ -344,7 +355,8 @@ def make_plan(
     if donated and not 0 <= donated[0] <= donated[-1] < len(func.body.block.args):
         raise JaxallocError(f"donated arguments {list(donated)} of @{func.sym_name.data}, which has {len(func.body.block.args)}")
     # never hand out a plan that lets a value be overwritten before it is read
-    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, loop_outputs_inside)
+    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, loop_outputs_inside,
+                                 products_outside)
     return Plan(
         module,
         allocator,
@@ -353,6 +365,7 @@ def make_plan(
         _named_as_in_ir(module, block_plan, plan_rows(func, block_plan)),
         include_outputs=include_outputs,
         loop_outputs_inside=loop_outputs_inside and not include_outputs,
+        products_outside=products_outside,
         schedule=_schedule_labels(func),
         function=function,
         example_args=tuple(args),
