@@ -240,8 +240,8 @@ class _Traced:
                 delete(flat_args[k])
 
     def compiled(self, key: tuple[str, int], inline: bool = False, keep_arena: bool = False) -> CompiledRun:
-        """The kernel of the plan for `key`, planned on first use (`plan`'s `kernel`). A kernel `inline` in an enclosing
-        computation runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop
+        """The kernel of the plan for `key` (`kernel_plan`), built on first use. A kernel `inline` in an
+        enclosing computation runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop
         into one kernel (`one_kernel`) inside a computation that is not the kernel's own."""
         variant = (key, inline, keep_arena and not inline)
         if variant not in self.kernels:

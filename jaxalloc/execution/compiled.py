@@ -109,6 +109,7 @@ from jaxalloc.execution.arena import WORDS, Layout, from_bytes, from_words, layo
 from jaxalloc.execution.interpreter import (
     ArenaFunctions, JxFunctions, donated_slots, make_interpreter, replace, twice, with_weak_type,
 )
+from jaxalloc.planning.inplace import PRODUCTS
 
 
 @dataclass(frozen=True)
@@ -673,7 +674,7 @@ class CompiledFunctions(ArenaFunctions):
         own; any other result is pinned (`_pinned`), which XLA computes once, reading the arena as
         it goes, where it would compute a cheap result again inside each of its users, after later
         writes (pinning the operands instead holds a copy of each until the op runs)."""
-        if not (isinstance(op, jx.PrimOp) and op.primitive.data in MATERIALIZED):
+        if not (isinstance(op, jx.PrimOp) and op.primitive.data in PRODUCTS):
             results = tuple(self.pin_value(r, out) for r, out in zip(results, layouts))
         self.base = _read_all(results, self.base)
         return tuple(results)
@@ -1014,10 +1015,6 @@ INDEXED = frozenset(
 )
 """Primitives that clamp or drop indices into an operand: XLA's simplifier would merge the slice of
 the arena that reads the operand with them, and clamp to the arena instead (`arena.read_bytes`)."""
-
-
-MATERIALIZED = frozenset({"dot_general", "conv_general_dilated"})
-"""Primitives whose results XLA computes into buffers of their own, never again inside their users."""
 
 
 WINDOWED = frozenset({"dynamic_slice", "dynamic_update_slice"})

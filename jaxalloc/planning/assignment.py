@@ -89,7 +89,7 @@ from jaxalloc.allocators import Problem, allocate
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.labels import value_label
 from jaxalloc.frontend.types import byte_size
-from jaxalloc.planning.inplace import in_place_candidates, is_view, viewed
+from jaxalloc.planning.inplace import PRODUCTS, in_place_candidates, is_view, viewed
 from jaxalloc.planning.liveness import block_liveness, defined_in, flat_schedule
 
 
@@ -242,10 +242,6 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     if products_outside:
         outside.update(_products_values(block))
     return _plan_block(block, options, outside, dictated={}, foldable=inside, donated=inside)
-
-
-PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
-"""Primitives that XLA computes on buffers of its own only (`plan_function`'s `products_outside`)."""
 
 
 def _products_values(block: Block) -> set[SSAValue]:

@@ -37,6 +37,11 @@ UPDATES_OPERAND_0 = frozenset(
 )
 """Primitives that write a modified copy of operand 0: in place into operand 0 only."""
 
+PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
+"""Primitives that XLA computes only on buffers of its own, its result a buffer it never computes
+again inside a user: their values may lie outside the arena (`plan_function`'s `products_outside`),
+and a result kept outside needs no pinning (`CompiledFunctions.kept_outside`)."""
+
 VIEWS = frozenset({"reshape", "squeeze", "bitcast_convert_type"})
 """Primitives whose result reinterprets operand 0's bytes (when the byte size is unchanged)."""
 
