@@ -11,13 +11,11 @@ operands and results. Prints a Markdown table and the number of programs within 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import jax
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from corpus_programs import PROGRAMS  # noqa: E402
-from differential import memory_figures  # noqa: E402
+from jaxalloc.testing.corpus import PROGRAMS
+from jaxalloc.testing.differential import memory_figures
 
 
 def main() -> int:

@@ -12,14 +12,13 @@ each without and with `jx-canonicalize`; then the bound and arena after `jx-fuse
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
+
+from programs import ALIGNMENT, programs
 
 from jaxalloc import planned
 from jaxalloc.dialects import jx
 from jaxalloc.planning.plan import make_plan
-from programs import ALIGNMENT, programs
 
 DCE, CANON, FUSE = ("jx-dce",), ("jx-canonicalize",), ("jx-fuse",)
 
@@ -98,11 +97,10 @@ LEGEND = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", help="comma-separated substrings of program names (default: all)")
-    parser.add_argument("--corpus", action="store_true", help="the test corpus (tests/corpus_programs.py) instead")
+    parser.add_argument("--corpus", action="store_true", help="the test corpus (jaxalloc/testing/corpus.py) instead")
     options = parser.parse_args()
     if options.corpus:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-        from corpus_programs import PROGRAMS
+        from jaxalloc.testing.corpus import PROGRAMS
 
         chosen = [(p.name, p.fn, p.make_args()) for p in PROGRAMS]
     else:

@@ -1,22 +1,17 @@
 """Programs written the way users of optax, flax, equinox and `lax.switch` write them, at benchmark sizes.
 
-The flax and equinox training steps are those of the test corpus (`tests/library_programs.py`),
+The flax and equinox training steps are those of the test corpus (`jaxalloc/testing/library.py`),
 given larger batches here; their models are the corpus's own.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
+import models
 import optax
 
-import models
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-import library_programs  # noqa: E402  (the test corpus, found through the path above)
+from jaxalloc.testing import library as library_programs
 
 CLIP_ADAM = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3))
 

@@ -1,6 +1,6 @@
 """Mutation test of the two plan checkers: corrupt valid plans at random, count who notices.
 
-Each corruption (`tests/mutations.py`: move a slot onto another value's, swap two slots, shorten a
+Each corruption (`jaxalloc/testing/mutations.py`: move a slot onto another value's, swap two slots, shorten a
 ring, drop a keep-alive) is applied to the plan of a corpus or random program; the corrupted module
 runs through the static plan checker, in the arena (is the result changed?) and checked (does the
 sanitizer raise?). Prints one row per kind of corruption.
@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import jax
 
-import jax  # noqa: E402
-from corpus_programs import PROGRAMS  # noqa: E402
-from mutations import KINDS, run_plan, try_mutation  # noqa: E402
-from random_programs import random_program  # noqa: E402
-
-import jaxalloc  # noqa: E402
-from jaxalloc.reports.text import text_table  # noqa: E402
+import jaxalloc
+from jaxalloc.reports.text import text_table
+from jaxalloc.testing.corpus import PROGRAMS
+from jaxalloc.testing.mutations import KINDS, run_plan, try_mutation
+from jaxalloc.testing.random_programs import random_program
 
 
 def main() -> None:

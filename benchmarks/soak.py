@@ -1,7 +1,7 @@
 """Soak test: many seeded random programs through the differential check against `jax.jit`.
 
-Each seed's program (`tests/random_programs.py`) goes through the check of
-`tests/test_random_programs.py` (`check_random_program`): convert, print, parse back and verify,
+Each seed's program (`jaxalloc/testing/random_programs.py`) goes through the check of
+`jaxalloc.testing.differential.check_random_program`: convert, print, parse back and verify,
 run planned in `--mode` and compare with `jax.jit`, no bytes copied in an arena run
 (`last_run.copied_bytes`), the same debug callback calls as jit. Progress goes to stderr; at the
 end it prints a Markdown table of programs by generator feature and one of failures by class
@@ -25,7 +25,7 @@ tables of all the chunks in the files. `--mode checked` is the sanitizer mode, w
 `jaxalloc.PlanViolation`; where this jaxalloc has no such mode the soak says so and runs `arena`.
 `--passes` are the jx passes run before planning (default: the pipeline a planned function runs,
 `jx-dce,jx-canonicalize,jx-fuse,jx-schedule`; `--passes ''` plans each program as generated, dead
-code and all). `--transform grad` (or any name of `tests/transformations.py`) checks each program
+code and all). `--transform grad` (or any name of `jaxalloc/testing/transformations.py`) checks each program
 under that JAX transformation against the same of `jax.jit` (`check_transformed`): every program
 the transformation derives planned, checked and run. Workers share JAX's persistent
 compilation cache (`--compilation-cache`): the programs are made of the same few small kernels.
@@ -48,8 +48,6 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from jaxalloc.api import DEFAULT_PASSES
-
-TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 FIRST_SEEDS = 8
 """Failing seeds listed per class."""
@@ -75,7 +73,6 @@ _STAGES = {
 
 
 def _init_worker(cache: str | None = None) -> None:
-    sys.path.insert(0, str(TESTS))
     if cache:
         # random programs are made of the same few small kernels: compiled once for every worker
         import jax
@@ -83,8 +80,7 @@ def _init_worker(cache: str | None = None) -> None:
         jax.config.update("jax_compilation_cache_dir", cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    import differential
-    import test_random_programs  # noqa: F401  (imports jax, jaxalloc, the generator)
+    from jaxalloc.testing import differential, random_programs  # noqa: F401  (imports jax, jaxalloc, the generator)
 
     # counted as a class of their own (`planned.jit_disagreement`), not printed
     warnings.simplefilter("ignore", getattr(differential, "JitDisagreement", UserWarning))
@@ -95,14 +91,15 @@ def _stage(tb) -> str | None:
     stage = None
     for frame in traceback.extract_tb(tb):
         path = Path(frame.filename)
-        if "allocators" in path.parts and "jaxalloc" in path.parts:
+        if "testing" in path.parts and "jaxalloc" in path.parts:
+            if path.name == "differential.py" and frame.name == "check_roundtrip":
+                stage = "IR round trip"
+        elif "allocators" in path.parts and "jaxalloc" in path.parts:
             stage = "planning"
         elif path.parent.name == "jaxalloc":
             stage = _STAGES.get(path.name, stage or "running")
         elif path.parent.parent.name == "jaxalloc":
             stage = _STAGES.get(f"{path.parent.name}/{path.name}", stage or "running")
-        elif path.name == "differential.py" and frame.name == "check_roundtrip":
-            stage = "IR round trip"
     return stage
 
 
@@ -140,10 +137,8 @@ def _jit_fails(program) -> BaseException | None:
 
 def classify(program, e: BaseException) -> tuple[str, str]:
     """The failure class of `e`, raised by `check_random_program(program)`, and one line about it."""
-    import differential
-    import test_random_programs as t
-
     import jaxalloc
+    from jaxalloc.testing import differential
 
     violation = getattr(jaxalloc, "PlanViolation", None)
     chain = list(_chain(e))
@@ -151,11 +146,11 @@ def classify(program, e: BaseException) -> tuple[str, str]:
         return "generator error", _first_line(e)
     if violation is not None and any(isinstance(x, violation) for x in chain):
         return "plan violation", _first_line(next(x for x in chain if isinstance(x, violation)))
-    if isinstance(e, t.CopiedBytes):
+    if isinstance(e, differential.CopiedBytes):
         return "copied bytes > 0", _first_line(e)
     if isinstance(e, differential.ArenaCopies):
         return "arena copied in the kernel", _first_line(e)
-    if isinstance(e, t.CallbackMismatch):
+    if isinstance(e, differential.CallbackMismatch):
         return "wrong callback calls", _first_line(e)
     stage = _stage(e.__traceback__)
     if isinstance(e, AssertionError) and stage is None and _compared(e.__traceback__):
@@ -179,10 +174,10 @@ def _alarm(signum, frame):
 
 def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = (), transform: str | None = None) -> dict:
     """One seed's outcome: its features, failure class (None if it passed) and a line about it. With
-    `transform`, the program is checked under that JAX transformation (`tests/transformations.py`)."""
-    from random_programs import random_program
-    from test_random_programs import check_random_program
-    from transformations import check_transformed
+    `transform`, the program is checked under that JAX transformation (`jaxalloc/testing/transformations.py`)."""
+    from jaxalloc.testing.differential import check_random_program
+    from jaxalloc.testing.random_programs import random_program
+    from jaxalloc.testing.transformations import check_transformed
 
     start = time.perf_counter()
     outcome = {"seed": seed, "features": [], "class": None, "detail": ""}
@@ -331,7 +326,7 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--mode", default="checked", help="mode of the planned runs (default checked)")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2; 0 runs in this process)")
-    parser.add_argument("--transform", help="check each program under this JAX transformation of tests/transformations.py "
+    parser.add_argument("--transform", help="check each program under this JAX transformation of jaxalloc/testing/transformations.py "
                         "(grad, value_and_grad, vjp, jvp, jit, jit_of_grad, vmap, vmap_of_grad, grad_of_vmap, scan)")
     parser.add_argument("--passes", default=",".join(DEFAULT_PASSES), help="jx passes run before planning, "
                         "comma-separated (default: the pipeline planned functions run; '' plans each program as generated)")
@@ -351,7 +346,6 @@ def main() -> int:
         print("\n".join(report(list(load(args.summarize).values()))))
         return 0
 
-    sys.path.insert(0, str(TESTS))
     mode = resolve_mode(args.mode)
     passes = tuple(name for name in args.passes.split(",") if name)
     seeds = range(args.start, args.start + args.seeds)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jaxalloc
-from differential import assert_same
+from jaxalloc.testing.differential import assert_same
 
 
 def tile(x, n, *, axis=0):

@@ -18,8 +18,6 @@ from xdsl.context import Context
 from xdsl.utils.exceptions import DiagnosticException
 
 import jaxalloc
-from corpus_programs import BY_NAME
-from differential import AS_TRACED, THOROUGH, assert_same, memory_figures
 from jaxalloc.dialects import jx
 from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.execution.arena import Arena, from_bytes, layout_of, to_bytes
@@ -28,6 +26,8 @@ from jaxalloc.frontend.convert import convert
 from jaxalloc.frontend.types import byte_size, tensor_type
 from jaxalloc.passes.assign import VerifyPlanPass
 from jaxalloc.planning.plan import make_plan
+from jaxalloc.testing.corpus import BY_NAME
+from jaxalloc.testing.differential import AS_TRACED, THOROUGH, assert_same, memory_figures
 
 
 def run_in_arena(module, table, *args, listeners=()):

@@ -8,10 +8,7 @@ import pytest
 from jax import lax
 from xdsl.dialects.builtin import ModuleOp
 
-from differential import AS_TRACED, check_program
-
 import jaxalloc
-from corpus_programs import PROGRAMS
 from jaxalloc.allocators import ALLOCATORS
 from jaxalloc.checks.plan_check import OverBudget, check_planned
 from jaxalloc.dialects import jx
@@ -20,7 +17,9 @@ from jaxalloc.errors import UnsupportedProgramError
 from jaxalloc.passes import assign as assign_pass
 from jaxalloc.planning.assignment import Carry, plan_function
 from jaxalloc.planning.plan import make_plan
-from random_programs import random_program
+from jaxalloc.testing.corpus import PROGRAMS
+from jaxalloc.testing.differential import AS_TRACED, check_program
+from jaxalloc.testing.random_programs import random_program
 
 MiB = 1 << 20
 

@@ -9,12 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from corpus_programs import PROGRAMS as CORPUS
-from differential import AS_TRACED, THOROUGH, check_program, sample
 from jax import lax
 from jax._src.ad_util import add_jaxvals_p
-from random_programs import random_program
-from test_random_programs import check_random_program
 
 import jaxalloc
 from jaxalloc.dialects import jx
@@ -22,6 +18,9 @@ from jaxalloc.frontend.convert import parse_module, printable_params
 from jaxalloc.frontend.types import dtype_of, element_type
 from jaxalloc.passes.canonicalize import IMPLICIT_BROADCAST, MARKERS, canonicalize, exact_widening
 from jaxalloc.passes.fusion import FusedBinding
+from jaxalloc.testing.corpus import PROGRAMS as CORPUS
+from jaxalloc.testing.differential import AS_TRACED, THOROUGH, check_program, check_random_program, sample
+from jaxalloc.testing.random_programs import random_program
 
 CANON = ("jx-dce", "jx-canonicalize")
 
@@ -305,7 +304,7 @@ def test_a_diffrax_solve_keeps_no_value_of_equinox_markers():
     """`select_if_vmap` is its first operand: the copies equinox's loops feed it go too. The solve's
     plan passes the static checker; it runs inside its arena in `tests/test_library_corpus.py` (after
     every default pass) and here with `JAXALLOC_THOROUGH=1` (the sanitizer's run takes some 15 s)."""
-    from library_programs import _neural_ode_args, diffrax_neural_ode
+    from jaxalloc.testing.library import _neural_ode_args, diffrax_neural_ode
 
     args = _neural_ode_args()
     traced = _primitives(jaxalloc.planned(diffrax_neural_ode, passes=AS_TRACED).lower(*args))

@@ -6,12 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
-from differential import THOROUGH
 
 from jaxalloc.allocators import ALLOCATORS, allocate
 from jaxalloc.allocators.bound import greedy_clique, lower_bound, max_live
 from jaxalloc.allocators.problem import Problem
 from jaxalloc.checks.checker import InvalidPlanError, check_allocation, check_plan, find_violations
+from jaxalloc.testing.differential import THOROUGH
 
 KINDS = ("intervals", "pairs", "mixed", "companions")
 

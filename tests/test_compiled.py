@@ -9,11 +9,7 @@ import re
 import jax
 import jax.numpy as jnp
 import pytest
-from corpus_programs import PROGRAMS as CORPUS
-from differential import ArenaCopies, assert_same, check_program
 from jax import lax
-from random_programs import random_program
-from test_random_programs import check_random_program
 from test_trust import _settling
 
 import jaxalloc
@@ -22,6 +18,9 @@ from jaxalloc.dialects import jx
 from jaxalloc.execution import compiled
 from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
+from jaxalloc.testing.corpus import PROGRAMS as CORPUS
+from jaxalloc.testing.differential import ArenaCopies, assert_same, check_program, check_random_program
+from jaxalloc.testing.random_programs import random_program
 
 RANDOM_SEEDS = (*range(12), 351, 814, 1158)
 """Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more. Seeds

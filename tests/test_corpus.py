@@ -10,11 +10,18 @@ from jax._src import core
 from xdsl.dialects.builtin import TensorType
 
 import jaxalloc
-from corpus_programs import BY_NAME, LARGE_CONST, LARGE_JAX_CONST, PROGRAMS
-from differential import AS_TRACED, assert_deterministic_args, assert_same, check_program, check_roundtrip, sample
 from jaxalloc.dialects import jx
 from jaxalloc.execution.interpreter import JxFunctions, LiveBytesSampler, make_interpreter
 from jaxalloc.frontend.convert import convert, scan_counts
+from jaxalloc.testing.corpus import BY_NAME, LARGE_CONST, LARGE_JAX_CONST, PROGRAMS
+from jaxalloc.testing.differential import (
+    AS_TRACED,
+    assert_deterministic_args,
+    assert_same,
+    check_program,
+    check_roundtrip,
+    sample,
+)
 
 
 def _lower(name: str):

@@ -3,11 +3,11 @@
 import jax
 import jax.numpy as jnp
 import pytest
-from differential import check_program
 from jax import lax
 
 import jaxalloc
 from jaxalloc.dialects import jx
+from jaxalloc.testing.differential import check_program
 
 X4 = jnp.arange(4.0)
 

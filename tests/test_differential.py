@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from jax import lax
 
-import differential
-from corpus_programs import BY_NAME
-from differential import (
+from jaxalloc.testing import differential
+from jaxalloc.testing.corpus import BY_NAME
+from jaxalloc.testing.differential import (
     FLOAT_TOLERANCE,
     JitDisagreement,
     assert_same,

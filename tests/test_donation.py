@@ -14,12 +14,12 @@ from jax import lax
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, Builtin
 from xdsl.parser import Parser
-from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.checks.plan_check import check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import MEM
+from jaxalloc.testing.differential import AS_TRACED
 from jaxalloc.xla.memory import FUSION_OFF
 
 N = 4096

@@ -7,21 +7,20 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 import pytest
+from jax import lax
 from xdsl.context import Context
-
-import library_programs
-from corpus_programs import BY_NAME, PROGRAMS as CORPUS
-from differential import AS_TRACED, check_program, sample
-from random_programs import random_program
-from test_random_programs import check_random_program
 
 import jaxalloc
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import dtype_of
 from jaxalloc.passes.fusion import FusedBinding, FusePass
 from jaxalloc.passes.schedule import module_bound
+from jaxalloc.testing import library as library_programs
+from jaxalloc.testing.corpus import BY_NAME
+from jaxalloc.testing.corpus import PROGRAMS as CORPUS
+from jaxalloc.testing.differential import AS_TRACED, check_program, check_random_program, sample
+from jaxalloc.testing.random_programs import random_program
 
 FUSE = ("jx-dce", "jx-fuse")
 

@@ -2,11 +2,11 @@
 
 import jax.numpy as jnp
 from jax import lax
-from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.dialects import jx
 from jaxalloc.planning.inplace import in_place_candidates, is_view
+from jaxalloc.testing.differential import AS_TRACED
 
 
 def prims(fn, *args) -> dict[str, jx.PrimOp]:
@@ -75,8 +75,9 @@ def test_every_table_entry_names_a_jax_primitive():
     def primitives_of(module):
         return {v.name for v in vars(module).values() if isinstance(v, core.Primitive)}
 
-    from jax._src.lax import control_flow, lax as lax_internal, slicing, special
     from jax._src import ad_util
+    from jax._src.lax import control_flow, slicing, special
+    from jax._src.lax import lax as lax_internal
 
     known = set().union(*(primitives_of(m) for m in (lax_internal, slicing, special, control_flow, ad_util)))
     from jaxalloc.planning.inplace import ELEMENTWISE, UPDATES_OPERAND_0, VIEWS

@@ -1,6 +1,6 @@
 """The library corpus through the differential check: compiled, checked and (a quarter) eager.
 
-Each program of `library_programs` (flax.nnx, flax.linen, dm-haiku, equinox, diffrax and optax
+Each program of `jaxalloc.testing.library` (flax.nnx, flax.linen, dm-haiku, equinox, diffrax and optax
 written as their users write them) is converted, printed, parsed back and run inside its planned
 arena as one compiled kernel (the default mode, where XLA must never copy the arena), by the
 interpreter under the plan sanitizer ("checked", one program in four) and eagerly (one in four),
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from differential import THOROUGH, assert_deterministic_args, check_modes, sample
-from library_programs import BY_NAME, LIBRARY, PROGRAMS
+from jaxalloc.testing.differential import THOROUGH, assert_deterministic_args, check_modes, sample
+from jaxalloc.testing.library import BY_NAME, LIBRARY, PROGRAMS
 
 LIGHTER = {"diffrax_neural_ode_grad": "diffrax_neural_ode", "nnx_cnn_train_step": "nnx_cnn_eval",
            "linen_cnn_train_step": "linen_cnn_eval"}

@@ -2,12 +2,12 @@
 
 import jax.numpy as jnp
 from jax import lax
-from differential import AS_TRACED
 
 import jaxalloc
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import parse_module
 from jaxalloc.planning.liveness import block_liveness, flat_schedule, last_uses
+from jaxalloc.testing.differential import AS_TRACED
 
 
 def func_of(fn, *args) -> jx.FuncOp:

@@ -1,4 +1,4 @@
-"""Corrupted plans (tests/mutations.py) on corpus and random programs: every corruption that changes a
+"""Corrupted plans (jaxalloc/testing/mutations.py) on corpus and random programs: every corruption that changes a
 result is caught by the static plan checker and by the sanitizer."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import random
 
 import jax
 import pytest
-from corpus_programs import PROGRAMS
-from differential import AS_TRACED, THOROUGH
-from mutations import KINDS, run_plan, try_mutation
-from random_programs import random_program
 from test_trust import REGRESSIONS
 
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
+from jaxalloc.testing.corpus import PROGRAMS
+from jaxalloc.testing.differential import AS_TRACED, THOROUGH
+from jaxalloc.testing.mutations import KINDS, run_plan, try_mutation
+from jaxalloc.testing.random_programs import random_program
 
 CORPUS = [(p.name, p.fn, p.make_args) for p in PROGRAMS if p.name in {
     "mlp_train_step", "scan_rnn", "newton_sqrt", "switch", "nested_while_cond_scan", "nested_scan_while_switch",

@@ -10,10 +10,10 @@ from xdsl.context import Context
 from xdsl.utils.exceptions import DiagnosticException
 
 import jaxalloc
-from corpus_programs import PROGRAMS
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import ArenaAttr
 from jaxalloc.passes.assign import AssignBuffersPass, VerifyPlanPass
+from jaxalloc.testing.corpus import PROGRAMS
 
 
 def planned_module(fn, *args, **options):

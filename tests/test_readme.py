@@ -46,7 +46,7 @@ def test_shipped_traces_keep_their_licences():
 
 
 def test_readme_states_the_tolerance_the_tests_use():
-    from differential import FLOAT_TOLERANCE, LOW_PRECISION_ULPS
+    from jaxalloc.testing.differential import FLOAT_TOLERANCE, LOW_PRECISION_ULPS
 
     assert "same pytree and values as" not in README  # op-by-op rounding: equal within tolerance only
     assert "within float tolerance" in README and "jax.disable_jit()" in README

@@ -11,14 +11,14 @@ import jax
 import jax.numpy as jnp
 import matplotlib
 import pytest
-from differential import AS_TRACED
+from xdsl.printer import Printer
 
 import jaxalloc
 from jaxalloc.cli import main
 from jaxalloc.frontend.labels import value_label
 from jaxalloc.planning.plan import _ir_namer
 from jaxalloc.reports.chart import plot_plan
-from xdsl.printer import Printer
+from jaxalloc.testing.differential import AS_TRACED
 
 HERE = os.path.basename(__file__)
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
-from corpus_programs import PROGRAMS as CORPUS
-from differential import AS_TRACED, check_program
-from random_programs import random_program
-from test_random_programs import check_random_program
 
 import jaxalloc
 from jaxalloc.passes.schedule import ORDERS, module_bound, schedule
+from jaxalloc.testing.corpus import PROGRAMS as CORPUS
+from jaxalloc.testing.differential import AS_TRACED, check_program, check_random_program
+from jaxalloc.testing.random_programs import random_program
 
 SCHEDULE = ("jx-dce", "jx-schedule")
 

@@ -18,9 +18,9 @@ SCRIPT = textwrap.dedent('''
     import jax, jax.numpy as jnp
     from jax.sharding import NamedSharding, PartitionSpec as P
     import jaxalloc
-    from corpus_programs import BY_NAME
-    from differential import assert_same
-    from transformations import TRANSFORMATIONS
+    from jaxalloc.testing.corpus import BY_NAME
+    from jaxalloc.testing.differential import assert_same
+    from jaxalloc.testing.transformations import TRANSFORMATIONS
 
     assert jax.device_count() == 8
     mesh = jax.make_mesh((8,), ("x",))

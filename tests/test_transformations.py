@@ -22,12 +22,13 @@ import jax.numpy as jnp
 import pytest
 
 import jaxalloc
-from corpus_programs import PROGRAMS as CORPUS
-from differential import THOROUGH, assert_same
 from jaxalloc import planned_call
-from library_programs import PROGRAMS as LIBRARY
-from random_programs import random_program
-from transformations import DERIVATIVES, TRANSFORMATIONS, check_transformed, differentiable
+from jaxalloc.testing.corpus import PROGRAMS as CORPUS
+from jaxalloc.testing.differential import THOROUGH, assert_same
+from jaxalloc.testing.library import PROGRAMS as LIBRARY
+from jaxalloc.testing.random_programs import random_program
+from jaxalloc.testing.transformations import DERIVATIVES, TRANSFORMATIONS, check_transformed, differentiable
+
 
 @pytest.fixture(autouse=True)
 def _no_persistent_compilation_cache():

@@ -14,10 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from differential import AS_TRACED, check_program
 from jax import lax
-from random_programs import random_program
-from test_random_programs import check_random_program
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 
 import jaxalloc
@@ -26,6 +23,8 @@ from jaxalloc.checks.plan_check import check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import SlotAttr, ViewsAttr
 from jaxalloc.frontend import convert
+from jaxalloc.testing.differential import AS_TRACED, check_program, check_random_program
+from jaxalloc.testing.random_programs import random_program
 
 X4 = jnp.arange(4.0)
 X16 = jnp.linspace(-1.0, 1.0, 16)
@@ -915,7 +914,7 @@ def test_random_programs_whose_plans_the_static_checker_refused(seed):
     its init operand, from the branch's own memory, made a view (1861), or one in another result's
     memory (two positions of one ring yielded at two results, 1232); a value the checker
     thought outside the arena on widened paths, so a toggle ring's write went to both slots (1132)."""
-    from random_programs import random_program
+    from jaxalloc.testing.random_programs import random_program
 
     fn, args = random_program(seed)
     jaxalloc.planned(fn).plan(*args).check()

@@ -57,7 +57,7 @@ Honest memory: XLA must update the arena in place and keep values where the plan
 - The arena has one spare word (`CompiledRun.words`): XLA would take a value that filled the whole
   arena for the arena itself.
 `benchmarks/speed.py` counts the arena copies left in each compiled kernel, and reports its temp;
-every compiled run of the tests fails where there is one (`tests/differential.py`).
+every compiled run of the tests fails where there is one (`jaxalloc/testing/differential.py`).
 
 On the CPU a small loop (`SMALL_LOOP_BYTES`) is one call that XLA compiles into one kernel
 (`one_kernel`): its runtime otherwise runs each of the body's ops as a kernel of its own, each

@@ -1,7 +1,7 @@
 """The library corpus: JAX programs written the way users of flax, equinox, diffrax, optax and
 dm-haiku write them, with each library's own layers, transforms and solvers.
 
-`PROGRAMS` is the table, in the same form as `corpus_programs.PROGRAMS`: each `Program` has a
+`PROGRAMS` is the table, in the same form as `jaxalloc.testing.corpus.PROGRAMS`: each `Program` has a
 unique `name`, the function `fn` (a plain function of arrays or pytrees of arrays; the static
 parts of a model, such as an nnx graph definition, a haiku `Transformed` or equinox's non-array
 fields, are closed over) and `make_args`, which builds deterministic example arguments from a
@@ -10,7 +10,7 @@ fixed PRNG seed. `BY_NAME` indexes the table, `LIBRARY` says which library each 
 Every program is small (tensors of a few KiB, ODE solves of a few dozen steps at most): they run
 op by op through the interpreter in several modes.
 
-    from library_programs import PROGRAMS, BY_NAME
+    from jaxalloc.testing.library import PROGRAMS, BY_NAME
     for program in PROGRAMS:
         out = program.fn(*program.make_args())
 """
@@ -29,7 +29,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from corpus_programs import Program
+from jaxalloc.testing.corpus import Program
 
 
 def _key(seed: int) -> jax.Array:

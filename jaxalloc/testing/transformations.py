@@ -14,12 +14,12 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import pytest
-from differential import assert_same, mismatches, program_tolerance
 from jax import lax
 
 import jaxalloc
 from jaxalloc import planned_call
 from jaxalloc.api import DEFAULT_PASSES
+from jaxalloc.testing.differential import assert_same, mismatches, program_tolerance
 
 
 def _is_float(x) -> bool:

@@ -7,7 +7,7 @@ of arrays, or Python scalars where weak types are the point). `BY_NAME` indexes 
 Shapes are small: the eager interpreter runs loops op by op, and the whole corpus is
 checked against `jax.jit` in well under a minute.
 
-    from corpus_programs import PROGRAMS, BY_NAME
+    from jaxalloc.testing.corpus import PROGRAMS, BY_NAME
     for program in PROGRAMS:
         out = program.fn(*program.make_args())
 """

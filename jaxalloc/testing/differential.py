@@ -466,3 +466,72 @@ def assert_deterministic_args(make_args) -> None:
             a, b = jax.random.key_data(a), jax.random.key_data(b)
         assert type(a) is type(b)
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# random programs (jaxalloc.testing.random_programs)
+
+
+class CopiedBytes(AssertionError):
+    """An arena run copied bytes: the plan left a value where it is not read next."""
+
+
+class CallbackMismatch(AssertionError):
+    """The planned run handed its debug callbacks other values, or in another order, than jit."""
+
+
+def _same(actual, expected) -> bool:
+    try:
+        assert_same(actual, expected)
+    except AssertionError:
+        return False
+    return True
+
+
+def check_callbacks(program, planned: jaxalloc.Planned) -> None:
+    """Run `program` with jit, then planned: its callbacks must receive the same values. Ordered
+    callbacks must run in the same order; an unordered call site must receive the same values,
+    in any order (jit, and `jax.disable_jit()` too, may run its calls in any order, e.g. one per
+    vmap lane)."""
+    fn, args = program
+    runs = []
+    for run in (jax.jit(fn), planned):
+        program.log.clear()
+        jax.block_until_ready(run(*args))
+        jax.effects_barrier()
+        runs.append(list(program.log.entries))
+    expected, actual = runs
+    ordered = program.log.ordered
+    e_ordered, a_ordered = ([e for e in entries if ordered[e[0]]] for entries in (expected, actual))
+    if [t for t, _ in a_ordered] != [t for t, _ in e_ordered]:
+        raise CallbackMismatch(
+            f"ordered callbacks ran as {[t for t, _ in a_ordered]}, with jit as {[t for t, _ in e_ordered]}"
+        )
+    for k, ((tag, a), (_, e)) in enumerate(zip(a_ordered, e_ordered)):
+        if not _same(a, e):
+            raise CallbackMismatch(f"ordered call {k} (callback {tag}) received {a}, with jit {e}")
+    for tag in sorted(t for t, is_ordered in ordered.items() if not is_ordered):
+        left = [v for t, v in expected if t == tag]
+        calls = [v for t, v in actual if t == tag]
+        if len(calls) != len(left):
+            raise CallbackMismatch(f"callback {tag} ran {len(calls)} times, with jit {len(left)} times")
+        for values in calls:
+            match = next((k for k, e in enumerate(left) if _same(values, e)), None)
+            if match is None:
+                raise CallbackMismatch(f"callback {tag} received {values}, which jit did not pass it: {left}")
+            left.pop(match)
+
+
+def check_random_program(program, mode: str = "checked", passes=()) -> jaxalloc.Planned:
+    """The differential check of one random program in `mode` (after `passes`), no bytes copied in an
+    arena run, and the same callback calls as jit. Returns the planned function.
+
+    By default no pass runs: the planner sees the program as generated, dead loops and branches
+    included (the generator makes many, and they are its nested control flow)."""
+    fn, args = program
+    planned = check_program(fn, *args, mode=mode, passes=passes)
+    if program.log.ordered:
+        check_callbacks(program, planned)
+    if mode != "eager" and planned.last_run.copied_bytes:
+        raise CopiedBytes(f"the {mode} run copied {planned.last_run.copied_bytes} bytes")
+    return planned
