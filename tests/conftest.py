@@ -36,7 +36,7 @@ SLOW_MODULES = frozenset({
     "test_filecheck",  # the lit suite: one test of some 20 RUN lines, each an `xdsl-opt` process
     "test_shard_map",  # a process of its own with eight host devices
     "test_mutations",  # corrupted plans of corpus and random programs, each run every way
-    "test_allocator_equivalence",  # the fast allocators against the slow references on 1,600 problems
+    "test_allocator_equivalence",  # every allocator against its golden offsets, some 1,200 plans
     "test_checker_properties",  # every allocator through the checker on thousands of random problems
     "test_readme",  # the README's set-up in a bare clone
     "test_canonicalize",  # traces the whole corpus as it is collected, to choose the programs the pass changes
