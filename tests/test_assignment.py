@@ -14,7 +14,7 @@ from jaxalloc.checks.plan_check import OverBudget, check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr
 from jaxalloc.errors import UnsupportedProgramError
-from jaxalloc.passes import assign as assign_pass
+from jaxalloc.planning import replanning
 from jaxalloc.planning.assignment import Carry, plan_function
 from jaxalloc.planning.plan import make_plan
 from jaxalloc.testing.corpus import PROGRAMS
@@ -937,7 +937,7 @@ def test_an_inner_ring_lies_in_the_next_view_of_a_position_other_positions_hand_
 def test_a_plan_with_followed_rings_the_checker_gives_up_on_is_left_for_the_plan_without(monkeypatch):
     """Over its budget the checker neither accepts nor refuses a plan (`OverBudget`); `assign` then
     keeps the plan with inner rings in lone positions' next views alone, which copies and runs right."""
-    monkeypatch.setattr(assign_pass, "FOLLOWED_RINGS_BUDGET", -(10**9))
+    monkeypatch.setattr(replanning, "FOLLOWED_RINGS_BUDGET", -(10**9))
     args = (jnp.arange(16.0).reshape(4, 4),)
     planned = check_program(_rotating_with_an_inner_ring, *args, mode="checked")
     assert planned.last_run.copied_bytes == 192
@@ -953,7 +953,7 @@ def test_a_plan_the_checker_gives_up_on_is_planned_again_without_inner_toggle_ri
     not in the enclosing loop's next view (random program 18921 never finished checking with it
     there): that plan is checked to the end, runs right and copies the inner loop's result."""
     fn, args = _toggling_in_a_case_of_a_loop("known"), _TOGGLING_ARGS
-    monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
+    monkeypatch.setattr(replanning, "CHECK_BUDGET", 0)
     planned = check_program(fn, *args, mode="checked")
     assert planned.last_run.copied_bytes > 0
     inside = planned.plan(*args, include_outputs=True)
@@ -968,8 +968,8 @@ def test_a_plan_the_checker_gives_up_on_again_is_planned_without_values_apart_in
     their places past `LAST_CHECK_BUDGET`): that plan copies them into the ring where a round takes
     the chain's path, and runs right."""
     args = jnp.arange(6, dtype=jnp.int32).reshape(2, 3), 0
-    monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
-    monkeypatch.setattr(assign_pass, "POOLED_CHECK_BUDGET", 0)
+    monkeypatch.setattr(replanning, "CHECK_BUDGET", 0)
+    monkeypatch.setattr(replanning, "POOLED_CHECK_BUDGET", 0)
     plan = jaxalloc.planned(_loop_of_a_chain_of_cases).plan(*args, include_outputs=True)
     assert "#mem.next<2, 1>" not in str(plan.module) and plan.check().copies
     for p in (0, 5):
@@ -980,9 +980,9 @@ def test_a_plan_the_checker_gives_up_on_to_the_end_is_not_used(monkeypatch):
     """Past `LAST_CHECK_BUDGET` too, planning stops with a one-line error that says what to do
     (random program 23940's check had not ended after 14 GB of memory)."""
     fn, args = _toggling_in_a_case_of_a_loop("known"), _TOGGLING_ARGS
-    monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
-    monkeypatch.setattr(assign_pass, "POOLED_CHECK_BUDGET", 0)
-    monkeypatch.setattr(assign_pass, "LAST_CHECK_BUDGET", 0)
+    monkeypatch.setattr(replanning, "CHECK_BUDGET", 0)
+    monkeypatch.setattr(replanning, "POOLED_CHECK_BUDGET", 0)
+    monkeypatch.setattr(replanning, "LAST_CHECK_BUDGET", 0)
     with pytest.raises(UnsupportedProgramError, match="gave up on the plan of @fn after 0 units of work.*mode='eager'"):
         jaxalloc.planned(fn).plan(*args)
 
@@ -1081,7 +1081,7 @@ def test_a_value_a_rotation_hands_on_that_a_borrower_may_keep_makes_its_origin_t
 def test_a_plan_the_checker_gives_up_on_is_planned_again_without_toggles_around_kept_values(monkeypatch):
     """Past `CHECK_BUDGET` the loop is planned again with `a` in a ring of its own round count and
     `b`'s next value copied (random program 9091's check ran past `LAST_CHECK_BUDGET` with it)."""
-    monkeypatch.setattr(assign_pass, "CHECK_BUDGET", 0)
+    monkeypatch.setattr(replanning, "CHECK_BUDGET", 0)
     planned = check_program(_keeping_a_lent_value, *_KEEPING_ARGS, mode="checked")
     assert planned.last_run.copied_bytes > 0
     inside = planned.plan(*_KEEPING_ARGS, include_outputs=True)

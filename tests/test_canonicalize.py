@@ -17,7 +17,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import parse_module, printable_params
 from jaxalloc.frontend.types import dtype_of, element_type
 from jaxalloc.passes.canonicalize import IMPLICIT_BROADCAST, MARKERS, canonicalize, exact_widening
-from jaxalloc.passes.fusion import FusedBinding
+from jaxalloc.frontend.bindings import FusedBinding
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
 from jaxalloc.testing.differential import AS_TRACED, THOROUGH, check_program, check_random_program, sample
 from jaxalloc.testing.random_programs import random_program

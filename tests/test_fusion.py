@@ -14,7 +14,8 @@ from xdsl.context import Context
 import jaxalloc
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import dtype_of
-from jaxalloc.passes.fusion import FusedBinding, FusePass
+from jaxalloc.frontend.bindings import FusedBinding
+from jaxalloc.passes.fusion import FusePass
 from jaxalloc.passes.schedule import module_bound
 from jaxalloc.testing import library as library_programs
 from jaxalloc.testing.corpus import BY_NAME

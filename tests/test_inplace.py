@@ -5,7 +5,7 @@ from jax import lax
 
 import jaxalloc
 from jaxalloc.dialects import jx
-from jaxalloc.planning.inplace import in_place_candidates, is_view
+from jaxalloc.analysis.inplace import in_place_candidates, is_view
 from jaxalloc.testing.differential import AS_TRACED
 
 
@@ -80,6 +80,6 @@ def test_every_table_entry_names_a_jax_primitive():
     from jax._src.lax import lax as lax_internal
 
     known = set().union(*(primitives_of(m) for m in (lax_internal, slicing, special, control_flow, ad_util)))
-    from jaxalloc.planning.inplace import ELEMENTWISE, UPDATES_OPERAND_0, VIEWS
+    from jaxalloc.analysis.inplace import ELEMENTWISE, UPDATES_OPERAND_0, VIEWS
 
     assert (ELEMENTWISE | UPDATES_OPERAND_0 | VIEWS) - known == set()

@@ -6,7 +6,7 @@ from jax import lax
 import jaxalloc
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import parse_module
-from jaxalloc.planning.liveness import block_liveness, flat_schedule, last_uses
+from jaxalloc.analysis.liveness import block_liveness, flat_schedule, last_uses
 from jaxalloc.testing.differential import AS_TRACED
 
 

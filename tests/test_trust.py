@@ -238,7 +238,7 @@ def test_the_static_checker_walks_nested_toggle_rings_without_multiplying_guards
     rounds, multiplied round after round (40338: 12.4 million units of work; 46070: past 200
     million), so `assign` planned again without nested toggle rings, and the loops copied. Joined
     exactly, the plan is checked within `CHECK_BUDGET` and copies nothing."""
-    from jaxalloc.passes.assign import CHECK_BUDGET
+    from jaxalloc.planning.replanning import CHECK_BUDGET
 
     fn, args = random_program(seed)
     found = jaxalloc.planned(fn).plan(*args, include_outputs=True).check()

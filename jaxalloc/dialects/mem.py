@@ -111,6 +111,10 @@ class NextAttr(ParametrizedAttribute):
         printer.print_string(f"<{self.position.data}, {self.nth.data}>" if self.nth.data else f"<{self.position.data}>")
 
 
+Place = SlotAttr | NextAttr
+"""Where a value lives: a fixed arena slot, or the next round's view of a loop-carried position."""
+
+
 class Yielded:
     """What a round of a `yielded` multi-view reads: the value the body yielded, where it is."""
 
@@ -264,6 +268,17 @@ class ArenaAttr(ParametrizedAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<bytes = {self.bytes.data}{', outputs' if self.outputs.data else ''}>")
+
+
+def places_of(op) -> list[Place | None]:
+    """Where each result of `op` lives by its `mem.slot(s)` attribute; None: outside the arena or
+    decided at run time (a view, a case result viewing what a branch yields, a loop's multi-view)."""
+    if isinstance(op.attributes.get("mem.slot"), Place):
+        return [op.attributes["mem.slot"]]
+    slots = op.attributes.get("mem.slots")
+    if not isinstance(slots, ArrayAttr):
+        return [None] * len(op.results)
+    return [s if isinstance(s, NextAttr) or s.size.data else None for s in slots.data]
 
 
 MEM = Dialect("mem", [], [SlotAttr, ViewsAttr, NextAttr, ArenaAttr])

@@ -109,7 +109,7 @@ from jaxalloc.execution.arena import WORDS, Layout, from_bytes, from_words, layo
 from jaxalloc.execution.interpreter import (
     ArenaFunctions, JxFunctions, donated_slots, make_interpreter, replace, twice, with_weak_type,
 )
-from jaxalloc.planning.inplace import PRODUCTS
+from jaxalloc.analysis.inplace import PRODUCTS
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 xDSL's own region runner keeps every SSA value of a region alive until the region
 returns; for a memory planner that would be a lie about memory, so blocks are run here
-with an environment that drops each value at its last use (see `planning.liveness.last_uses`).
+with an environment that drops each value at its last use (see `analysis.liveness.last_uses`).
 
 Two modes: `JxFunctions` runs on plain jax arrays (eager mode); `ArenaFunctions` runs a
 planned module inside one arena, every planned value at the place its `mem` attributes give.
@@ -34,10 +34,10 @@ from jaxalloc.dialects.mem import NextAttr, SlotAttr, ViewsAttr
 from jaxalloc.errors import JaxallocError
 from jaxalloc.execution.arena import Arena, Layout, Located, layout_of
 from jaxalloc.frontend.bindings import BindTable
-from jaxalloc.passes.assign import places_of
-from jaxalloc.passes.fusion import FusedBinding
-from jaxalloc.planning.inplace import is_view
-from jaxalloc.planning.liveness import last_uses
+from jaxalloc.dialects.mem import places_of
+from jaxalloc.frontend.bindings import FusedBinding
+from jaxalloc.analysis.inplace import is_view
+from jaxalloc.analysis.liveness import last_uses
 
 
 class Schedules:

@@ -11,6 +11,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from jaxalloc.dialects import jx
+
 if TYPE_CHECKING:
     from jax.extend.core import Primitive
 
@@ -50,3 +52,24 @@ class BindTable:
 
     def __getitem__(self, key: int) -> Any:
         return self.entries[key]
+
+
+@dataclass(frozen=True, eq=False)
+class FusedBinding:
+    """What a `jx.fused` op binds: its body's primitives in order, as one function of its operands
+    (the executors bind it like a primitive; under `jax.jit` it is one kernel)."""
+
+    op: jx.FusedOp
+    table: BindTable
+
+    @property
+    def key(self) -> tuple:
+        return ("jx.fused", id(self.op))
+
+    def bind(self, *args):
+        env = dict(zip(self.op.body.block.args, args))
+        for inner in self.op.body.block.ops:
+            if isinstance(inner, jx.YieldOp):
+                return tuple(env[v] for v in inner.operands)
+            env.update(zip(inner.results, self.table[inner.key.data].bind(*(env[v] for v in inner.operands))))
+        raise AssertionError("a jx.fused body ends in jx.yield")

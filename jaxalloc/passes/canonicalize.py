@@ -45,7 +45,7 @@ from jaxalloc.frontend.convert import const_op, const_text, printable_params
 from jaxalloc.frontend.types import dtype_of
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.printed_params import UNREADABLE, printed_param
-from jaxalloc.planning.liveness import defined_in
+from jaxalloc.analysis.liveness import defined_in
 
 IMPLICIT_BROADCAST = frozenset(
     {

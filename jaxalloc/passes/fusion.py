@@ -29,12 +29,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from jaxalloc.dialects import jx
-from jaxalloc.frontend.bindings import BindTable
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.passes import library_graphs
 from jaxalloc.passes.schedule import module_bound
-from jaxalloc.planning.inplace import ELEMENTWISE, viewed
-from jaxalloc.planning.liveness import defined_in
+from jaxalloc.analysis.inplace import ELEMENTWISE, viewed
+from jaxalloc.analysis.liveness import defined_in
 
 
 def fusible(op: Operation) -> bool:
@@ -344,27 +343,6 @@ def _fuse(root: Operation, group: list[Operation]) -> None:
     for result in fused.results:
         result.name_hint = root.results[result.index].name_hint
     Rewriter.replace_op(root, fused)
-
-
-@dataclass(frozen=True, eq=False)
-class FusedBinding:
-    """What a `jx.fused` op binds: its body's primitives in order, as one function of its operands
-    (the executors bind it like a primitive; under `jax.jit` it is one kernel)."""
-
-    op: jx.FusedOp
-    table: BindTable
-
-    @property
-    def key(self) -> tuple:
-        return ("jx.fused", id(self.op))
-
-    def bind(self, *args):
-        env = dict(zip(self.op.body.block.args, args))
-        for inner in self.op.body.block.ops:
-            if isinstance(inner, jx.YieldOp):
-                return tuple(env[v] for v in inner.operands)
-            env.update(zip(inner.results, self.table[inner.key.data].bind(*(env[v] for v in inner.operands))))
-        raise AssertionError("a jx.fused body ends in jx.yield")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from jaxalloc.allocators.bound import max_live
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.planning.assignment import plan_function, plan_rows
-from jaxalloc.planning.inplace import is_view
+from jaxalloc.analysis.inplace import is_view
 
 
 @dataclass(frozen=True)

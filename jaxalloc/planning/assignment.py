@@ -89,8 +89,8 @@ from jaxalloc.allocators import Problem, allocate
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.labels import value_label
 from jaxalloc.frontend.types import byte_size
-from jaxalloc.planning.inplace import PRODUCTS, in_place_candidates, is_view, viewed
-from jaxalloc.planning.liveness import block_liveness, defined_in, flat_schedule
+from jaxalloc.analysis.inplace import PRODUCTS, in_place_candidates, is_view, viewed
+from jaxalloc.analysis.liveness import block_liveness, defined_in, flat_schedule
 
 
 @dataclass

@@ -30,7 +30,8 @@ from jaxalloc.dialects import jx
 from jaxalloc.errors import JaxallocError, check_alignment, check_top
 from jaxalloc.frontend.labels import value_label
 from jaxalloc.planning.assignment import BlockPlan, Row, plan_rows
-from jaxalloc.planning.liveness import flat_schedule
+from jaxalloc.planning.replanning import assign
+from jaxalloc.analysis.liveness import flat_schedule
 from jaxalloc.reports.chart import plot_plan, write_plan_csv
 from jaxalloc.reports.perfetto import write_trace_events
 from jaxalloc.reports.text import format_size, plural, text_table
@@ -338,15 +339,13 @@ def make_plan(
 ) -> Plan:
     """Plan the single function of a jx module; the Plan holds a planned copy with `mem` attributes.
     The planned module passes the static plan checker, or `PlanViolation` is raised
-    (`UnsupportedProgramError` where the checker gives up on it: `passes.assign.assign`).
+    (`UnsupportedProgramError` where the checker gives up on it: `planning.replanning.assign`).
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
     are donated, planned in the arena (`mem.args`). `loop_outputs_inside`, `products_outside`: see
     `plan_function`.
     """
-    from jaxalloc.passes.assign import assign
-
     alignment = check_alignment(alignment)
     get_allocator(allocator)
     source, module = module, module.clone()
