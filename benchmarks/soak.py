@@ -59,7 +59,6 @@ _STAGES = {
     "api.py": "tracing",
     "analysis/liveness.py": "planning",
     "analysis/inplace.py": "planning",
-    "planning/assignment.py": "planning",
     "planning/plan.py": "planning",
     "planning/replanning.py": "planning",
     "planning/lowering.py": "planning",
@@ -96,7 +95,7 @@ def _stage(tb) -> str | None:
         if "testing" in path.parts and "jaxalloc" in path.parts:
             if path.name == "differential.py" and frame.name == "check_roundtrip":
                 stage = "IR round trip"
-        elif "allocators" in path.parts and "jaxalloc" in path.parts:
+        elif ("allocators" in path.parts or "assignment" in path.parts) and "jaxalloc" in path.parts:
             stage = "planning"
         elif path.parent.name == "jaxalloc":
             stage = _STAGES.get(path.name, stage or "running")
