@@ -115,7 +115,7 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
         first = slots.get(result)
         if isinstance(first, NextAttr) and carry.repeat:  # the ring is the enclosing loop's next view, cut in order
             assert carry.shift == 0 or carry.repeat == 1, "a rotated ring is never an enclosing loop's next view"
-            views.append(ViewsAttr(carry.initial, [first] * carry.repeat, carry.passed, carry.holds))
+            views.append(ViewsAttr(carry.initial, [first] * carry.repeat, carry.yielded, carry.holds))
             continue
         first = first if isinstance(first, SlotAttr) else None
         if first is None and carry.repeat:  # the ring is the function's output
@@ -126,5 +126,5 @@ def _annotate_loop(op: jx.WhileOp, plan: BlockPlan, slots: dict[SSAValue, Place]
             continue
         ring = [SlotAttr(first.offset.data + (i + carry.shift) % carry.repeat * first.size.data, first.size.data)
                 for i in range(carry.repeat)]
-        views.append(ViewsAttr(carry.initial, ring, carry.passed, carry.holds))
+        views.append(ViewsAttr(carry.initial, ring, carry.yielded, carry.holds))
     op.attributes["mem.views"] = ArrayAttr(views)

@@ -42,7 +42,7 @@ NNC's scheme, recursively over sub-graphs (nnc-allocator.md sections 6-9):
   operand. Positions that only pass values round a cycle (a swap, a rotation with nothing
   computed) read the cycle's init operands in place, in turn. A value yielded at several
   positions is in one ring for all of them. A position handed a value the body does not compute
-  (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.passed`):
+  (one from outside the loop, a constant, an init operand) reads it where it is (`Carry.yielded`):
   those values keep their bytes while the loop runs, and are kept alive as long as its result.
   A position whose next value may be a lone position's carried value (an inner loop that runs no
   round hands back its init operand, a branch hands it on), or that of a position no round

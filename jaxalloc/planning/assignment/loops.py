@@ -13,7 +13,12 @@ from jaxalloc.planning.assignment.ir import defined_within, is_constant, runs_pa
 from jaxalloc.planning.assignment.model import BlockContext, BlockPlan, Carry, padded
 from jaxalloc.planning.assignment.pools import pool_sizes
 from jaxalloc.planning.assignment.toggles import (
-    dies_before, lenders_kept_from, next_view_buffers, one_slot_holds_both, one_slot_toggle, toggling_origins,
+    dies_before,
+    lenders_kept_from,
+    next_view_buffers,
+    one_slot_holds_both,
+    one_slot_toggle,
+    toggling_origins,
 )
 
 
@@ -166,12 +171,12 @@ class LoopPlanning:
                 # a toggle ring's value that this position holds too (yielded here too, or passed on):
                 # read where it is, in that ring, an init operand or a value from outside the loop
                 c = graph.origins[k][0]
-                carries.append(Carry(0, (k,), passed=True))
+                carries.append(Carry(0, (k,), yielded=True))
                 self.views_of(results[k], [results[c], *(op.inits[j] for j in (c, *graph.followers[c])), *elsewhere[c]])
             elif k in graph.origins:
                 c, delay = graph.origins[k]
                 initial = () if k in eligible else rotation_chain(k, delay, args, yields)
-                carries.append(Carry(repeat[c], initial, passed=k in toggles, holds=holding.get(k, ()),
+                carries.append(Carry(repeat[c], initial, yielded=k in toggles, holds=holding.get(k, ()),
                                      shift=int(k != c and c in eligible)))
                 if k in toggles:  # the result may be a value a branch handed back, wherever that is
                     self.keep_alive.extend((v, results[k]) for v in elsewhere[k])
@@ -187,7 +192,7 @@ class LoopPlanning:
                     # after fewer rounds than `initial` lists, the result is an init operand
                     self.keep_alive.extend((op.inits[q], results[k]) for q in initial)
             else:  # handed a value the body does not compute: read where it is
-                carries.append(Carry(0, (k,), passed=True))
+                carries.append(Carry(0, (k,), yielded=True))
                 self.views_of(results[k], stable[args[k]])
         for result in results:
             self.computed_into_parent(result)
@@ -256,7 +261,7 @@ class LoopPlanning:
         inits = [] if runs_past_inits(loop, carry.initial) else [loop.operands[q] for q in carry.initial]
         if case is not None and any(defined_within(i, branch.block) for i in inits for branch in case.branches):
             return False
-        return not (carry.passed and not carry.repeat) and all(
+        return not (carry.yielded and not carry.repeat) and all(
             self.computed_into(i, parent) or self.carried_into(i, parent) or self.handed_in(i) or i in self.lent
             or i in self.stable or self.followed.get(i) is parent or self.next_of_another(i, parent) for i in inits)
 
@@ -286,7 +291,7 @@ class LoopPlanning:
         owner = value.owner
         if isinstance(owner, jx.WhileOp) and owner in self.plan.carries:
             carry = self.plan.carries[owner][owner.results.index(value)]
-            return carry.passed and carry.repeat > 0
+            return carry.yielded and carry.repeat > 0
         if isinstance(owner, jx.CaseOp) and owner in self.plan.regions:
             return any(value in branch.toggle_holders for branch in self.plan.regions[owner][1])
         return False

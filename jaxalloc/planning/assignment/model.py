@@ -17,8 +17,9 @@ class Carry:
     """R: the number of ring slots (0 for a position yielded unchanged)."""
     initial: tuple[int, ...]
     """Init operands read in place before the ring: `(k,)` (Type II) or `()` when slot 0 is the init's memory."""
-    passed: bool = False
-    """Whether the rounds after `initial` read the value the body yields where it is (no ring)."""
+    yielded: bool = False
+    """Whether the rounds after `initial` read the value the body yielded where it is (`#mem.views` `yielded`;
+    with slots, a toggle ring)."""
     holds: tuple[int, ...] = ()
     """For a toggle ring: the other positions holding its values (yielded there too, or passed on),
     whose current values its slots may hold."""
