@@ -57,6 +57,7 @@ class Problem:
     alignment: int = 1
     companions: tuple[tuple[int, ...], ...] = ()
     names: tuple[str, ...] | None = None
+    _padded: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         sizes = _int_array(self.sizes, "sizes")
@@ -129,7 +130,7 @@ class Problem:
                         raise ValueError(f"companions {i} and {j} conflict, so they cannot share an offset")
 
     def _overlap(self, i: int, j: int) -> bool:
-        if self.starts is None:
+        if self.starts is None or self.ends is None:
             return False
         return bool(self.starts[i] < self.ends[j] and self.starts[j] < self.ends[i])
 
@@ -160,12 +161,12 @@ class Problem:
         **options,
     ) -> Problem:
         """A problem whose conflicts are the overlaps of half-open intervals ``[start, end)``."""
-        return cls(sizes=sizes, starts=starts, ends=ends, **options)
+        return cls(sizes=np.asarray(sizes), starts=np.asarray(starts), ends=np.asarray(ends), **options)
 
     @classmethod
     def from_pairs(cls, sizes: Sequence[int] | np.ndarray, pairs, **options) -> Problem:
         """A problem whose conflicts are only the explicit pairs (no schedule)."""
-        return cls(sizes=sizes, pairs=np.asarray(pairs, dtype=np.int64).reshape(-1, 2), **options)
+        return cls(sizes=np.asarray(sizes), pairs=np.asarray(pairs, dtype=np.int64).reshape(-1, 2), **options)
 
 
 @dataclass(frozen=True, eq=False)

@@ -191,7 +191,7 @@ class PrimOp(IRDLOperation):
     ):
         if not isinstance(params, DictionaryAttr):
             params = DictionaryAttr({k: StringAttr(v) for k, v in params.items()})
-        properties = {"primitive": StringAttr(primitive), "key": IntAttr(key), "params": params}
+        properties: dict[str, Attribute] = {"primitive": StringAttr(primitive), "key": IntAttr(key), "params": params}
         if effect:
             properties["effect"] = UnitAttr()
         super().__init__(operands=[args], result_types=[result_types], properties=properties)
@@ -309,7 +309,8 @@ class WhileOp(IRDLOperation):
     @property
     def said_rounds(self) -> tuple[int | None, int | None]:
         """`rounds` and `at_most` as numbers, None where the loop does not say."""
-        return tuple(None if n is None else n.data for n in (self.rounds, self.at_most))
+        rounds, at_most = (None if n is None else n.data for n in (self.rounds, self.at_most))
+        return rounds, at_most
 
     def verify_(self) -> None:
         types = tuple(v.type for v in self.inits)
