@@ -110,8 +110,8 @@ def _run_plan(ns) -> None:
 def _add_compare(commands) -> None:
     p = commands.add_parser(
         "compare",
-        help="compare a function's plan, outputs in the arena, with XLA's temp + output - alias from memory_analysis() "
-        "(and outputs outside with temp alone), and re-plan XLA's own buffers",
+        help="compare a function's arena, outputs inside, with XLA's temp + output - alias from memory_analysis(), "
+        "and re-plan XLA's own buffers",
     )
     _add_function_target(p)
     p.add_argument("--no-replan", action="store_true", help="skip re-planning XLA's own temp buffers")

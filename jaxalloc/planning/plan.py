@@ -122,16 +122,14 @@ class Plan:
         )
 
     def compare_xla(self) -> XlaComparison:
-        """XLA's argument, output, alias, temp and peak bytes for the same function beside this plan.
+        """XLA's `memory_analysis()` of the same function beside this plan; print it for a table.
 
-        The fair pair is the arena with the outputs inside against XLA's `temp + output - alias`
-        (XLA keeps intermediates in its output allocations), so a plan made with the outputs outside
-        is made again with them inside, from the same module, allocator and alignment; the old pair,
-        outputs outside against temp alone, is kept beside it. Compiles the function with `jax.jit`
-        (default flags, and on CPU with matmul fusion off too); print the result for a table. Needs a
-        plan made from a function (`planned(f).plan(*args)`). A plan with donated arguments compiles
-        XLA with the same donation, and its arena, which holds them, is set against
-        `temp + output - alias + donated argument bytes`.
+        The figure to read is the arena with the outputs inside against XLA's `temp + output - alias`
+        (docs/design/assignment.md says why), so the function is planned again from the same module,
+        allocator and alignment with the outputs inside, and with them outside for the figures that
+        set the arena against temp alone. Compiles the function with `jax.jit` (default flags, and on
+        CPU with matmul fusion off too), with the plan's donation. Needs a plan made from a function
+        (`planned(f).plan(*args)`).
         """
         if self.function is None or self.source is None:
             raise JaxallocError("this plan was made from a module, not a function: use planned(f).plan(*args) to compare with XLA")

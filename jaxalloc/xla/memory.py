@@ -11,10 +11,11 @@ output, alias and temp bytes, and the peak. On CPU two compilations are reported
 The fair pair is jaxalloc's arena with the outputs inside against XLA's `temp + output - alias`:
 XLA's buffer assignment keeps intermediates in the output allocations before the outputs are
 written, so temp alone leaves out memory XLA uses for intermediates, and aliased output bytes are
-argument memory reused, not new memory. The arena with the outputs outside over temp alone is
-still given, labelled as such. With donated arguments (`jax.jit(f, donate_argnums=...)`) XLA may put
-outputs and temporaries in their memory, and the arena holds them: the pair is the arena against
-`temp + output - alias + donated argument bytes`, what XLA holds beyond the other arguments.
+argument memory reused, not new memory. The arena with the outputs outside over temp alone stays
+available (`XlaComparison.temp_ratio`). With donated arguments (`jax.jit(f, donate_argnums=...)`)
+XLA may put outputs and temporaries in their memory, and the arena holds them: the pair is the
+arena against `temp + output - alias + donated argument bytes`, what XLA holds beyond the other
+arguments.
 
 XLA also fuses elementwise chains in both, so many jaxpr values never exist there; the ratio is
 therefore an end-to-end comparison (planner and fusion), not allocator against allocator.
@@ -115,7 +116,7 @@ class XlaComparison:
     lower_bound: int
     """Max-live of the buffers of that arena."""
     outside_arena_bytes: int
-    """The arena with the outputs outside, which only temp alone compares with."""
+    """The arena with the outputs outside, which only temp alone compares with (`temp_ratio`)."""
     outside_lower_bound: int
     total_bytes: int | None = None
     """The buffers of the arena with the outputs inside added up (ONNC's total tensor size: a plan that reuses nothing)."""
@@ -134,7 +135,8 @@ class XlaComparison:
         return self.arena_bytes / xla if xla else None
 
     def temp_ratio(self, memory: XlaMemory) -> float | None:
-        """The old ratio, unfair to the arena: outputs outside over temp alone (None when temp is empty)."""
+        """The arena with the outputs outside over temp alone, which understates XLA's memory (None when
+        temp is empty)."""
         temp = memory.temp_size_in_bytes
         return self.outside_arena_bytes / temp if temp else None
 
@@ -148,77 +150,32 @@ class XlaComparison:
         return self.xla[-1]
 
     def table(self) -> str:
-        """A text table: XLA's rows, then the arena and the bound with the outputs inside and outside,
-        with the fair ratio first and the old one after it."""
+        """XLA's compilations and the arena in one table, with the line that says which figure to read
+        (why that one: docs/design/assignment.md, "Beside XLA's memory")."""
         donated = " + donated" if self.donated else ""
-        fair, old = f"arena / (temp + output - alias{donated})", "arena (outputs outside) / temp (old)"
-        header = ["", "argument", "output", "alias", f"temp + output - alias{donated}", "temp", "peak", fair, old]
-        rows = []
-        for m in self.xla:
-            rows.append(
-                [
-                    f"XLA, {m.flags}",
-                    format_size(m.argument_size_in_bytes),
-                    format_size(m.output_size_in_bytes),
-                    format_size(m.alias_size_in_bytes),
-                    format_size(self.xla_bytes(m)),
-                    format_size(m.temp_size_in_bytes),
-                    format_size(m.peak_memory_in_bytes),
-                    _ratio(self.ratio(m)),
-                    _ratio(self.temp_ratio(m)),
-                ]
-            )
-        def ours(label: str, inside: int, outside: int | None, note: str = "") -> list[str]:
-            return [label, "", "", "", format_size(inside), "" if outside is None else format_size(outside), "", note, ""]
-
-        rows.append(ours(f"jaxalloc arena ({self.allocator})", self.arena_bytes, self.outside_arena_bytes))
-        rows.append(ours("jaxalloc lower bound (max-live)", self.lower_bound, self.outside_lower_bound))
+        header = ["", "output", "alias", "temp", f"temp + output - alias{donated}", "arena / XLA"]
+        rows = [
+            [
+                f"XLA, {m.flags}",
+                format_size(m.output_size_in_bytes),
+                format_size(m.alias_size_in_bytes),
+                format_size(m.temp_size_in_bytes),
+                format_size(self.xla_bytes(m)),
+                _ratio(self.ratio(m)),
+            ]
+            for m in self.xla
+        ]
+        ours = [("jaxalloc arena", self.arena_bytes), ("jaxalloc lower bound", self.lower_bound)]
         if self.total_bytes is not None:
-            footprint = f"footprint {self.arena_bytes / self.total_bytes:.1%}" if self.total_bytes else ""
-            rows.append(ours("jaxalloc total buffer size (no reuse)", self.total_bytes, None, footprint))
-        lines = [
-            f"{self.function} on {self.backend}: XLA's memory_analysis() beside jaxalloc's plan of the jaxpr "
-            f"(jaxalloc: outputs inside the arena under temp + output - alias{donated}, outside it under temp)"
-        ]
-        lines += text_table(header, rows)
-        lines.append("")
-        lines.append(self.explanation())
-        return "\n".join(lines)
-
-    def explanation(self) -> str:
-        """Why the pair is fair, why the XLA rows differ from each other and from the arena, in words."""
-        parts = [
-            "temp + output - alias is XLA's memory for the program: XLA keeps intermediates in its output "
-            "allocations before the outputs are written, and aliased output bytes are argument memory reused; "
-            "so it compares with the arena holding the outputs, and temp alone with an arena without them "
-            "understates XLA (the old column)."
-        ]
-        if self.donated:
-            parts.append(
-                f"{format_size(self.donated)} of arguments are donated, to XLA as to the arena, which holds them from "
-                "the start to their last use, so their bytes count on both sides: temp + output - alias + donated "
-                "is what XLA holds beyond the arguments not donated (alias: output bytes XLA put in donated arguments)."
-            )
-        if len(self.xla) > 1:
-            default, off = self.xla[0], self.xla[-1]
-            why = (
-                "with default flags XLA CPU runs matmul/conv chains inside `ynn_fusion` custom calls "
-                f"({default.ynn_fusions} here) whose scratch memory temp does not count, and keeps other buffers "
-                'between them; with matmul fusion off (xla_cpu_experimental_ynn_fusion_type="") every '
-                "intermediate XLA keeps is a buffer it counts: that row is the baseline for a buffer planner."
-            )
-            if self.xla_bytes(default) == self.xla_bytes(off):
-                parts.append(f"The two XLA rows are equal here. They can differ: {why}")
-            else:
-                parts.append(f"The two XLA rows differ because {why}")
-        parts.append(
-            "The ratios compare planner and fusion together: XLA fuses elementwise chains, so many "
-            "jaxpr values never exist as XLA buffers (allocator against allocator on XLA's own buffers: "
-            "`jaxalloc compare` without --no-replan, or jaxalloc.xla.buffers)."
-        )
-        if self.backend == "cpu":
-            parts.append("On CPU XLA's peak is arguments + outputs - alias + constants: it leaves temp out.")
-        return "\n".join(parts)
+            ours.append(("jaxalloc, no reuse", self.total_bytes))
+        rows += [[label, "", "", "", format_size(size), ""] for label, size in ours]
+        baseline = self.baseline()
+        return "\n".join([
+            f"{self.function} on {self.backend}: XLA's memory_analysis() beside jaxalloc's arena ({self.allocator}), "
+            "outputs inside",
+            *text_table(header, rows),
+            f"Read: arena vs XLA temp + output - alias{donated} ({baseline.flags}): {_ratio(self.ratio(baseline))}",
+        ])
 
     def __str__(self) -> str:
         return self.table()
