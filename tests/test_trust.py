@@ -559,6 +559,32 @@ def test_a_plan_may_leave_the_values_of_a_matrix_product_to_xla():
         check_planned(func)
 
 
+def _product_after_a_loop(w, x):
+    k = lax.fori_loop(0, 4, lambda i, c: jnp.sin(c), x)
+    return (jnp.floor(k) + 1.0) @ w  # computed in place of the loop's result, then multiplied
+
+
+def _output_after_a_loop_of_a_product(w, x):
+    k = lax.fori_loop(0, 4, lambda i, c: jnp.sin(c) * 0.5, (x @ w) * 2.0)
+    return k + 1.0  # an output computed in place of the loop's result
+
+
+@pytest.mark.parametrize("fn", [_product_after_a_loop, _output_after_a_loop_of_a_product], ids=lambda f: f.__name__)
+def test_a_loop_s_memory_stays_in_the_arena_whatever_is_computed_in_its_place(fn):
+    """A value computed in place of a loop's result shares the ring's buffer: left to XLA (a product's
+    operand) or to the caller (an output), it would take the ring out of the arena with it. Both
+    once failed in compiled mode: a refused plan, and a read past the arena's end."""
+    w, x = jnp.full((8, 8), 0.1), jnp.arange(64.0).reshape(8, 8) / 64
+    planned = check_program(fn, w, x, mode="compiled")
+    assert planned.last_run.copied_bytes == 0
+    func = next(iter(jaxalloc.plans(planned, w, x)[fn.__name__].module.ops))
+    loop = next(op for op in func.walk() if isinstance(op, jx.WhileOp))
+    assert all(views.slots.data for views in loop.attributes["mem.views"].data[1:])  # the carried matrix: a ring
+
+
+def test_a_random_program_whose_product_reads_a_loop_s_result_in_place_runs_compiled():
+    check_random_program(random_program(272), mode="compiled", passes=DEFAULT_PASSES)
+
 def test_a_plan_with_places_not_one_per_result_is_refused():
     plan, func = _planned_func(lambda x: jnp.sin(x) * 2.0, X16)
     sin = next(op for op in func.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "sin")

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from jaxalloc.allocators import Problem, allocate
-from jaxalloc.analysis.inplace import in_place_candidates, is_view, viewed
+from jaxalloc.analysis.inplace import in_place_candidates, is_view
 from jaxalloc.analysis.liveness import block_liveness, defined_in
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.planning.assignment.buffers import BufferMerge
 from jaxalloc.planning.assignment.cases import CasePlanning
-from jaxalloc.planning.assignment.ir import products_values
+from jaxalloc.planning.assignment.ir import loop_memory, products_values
 from jaxalloc.planning.assignment.loops import LoopPlanning
 from jaxalloc.planning.assignment.model import BlockContext, BlockPlan, Buffer, Options, padded
 from jaxalloc.planning.assignment.pools import PoolPlanning
@@ -32,8 +32,8 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     to their last use and written there when the function is called: later values and outputs
     may take their bytes, an elementwise op or update computed in place into one where it dies.
 
-    `loop_outputs_inside` (outputs outside): an output that a loop or a branch computes (or a view of
-    one) stays in the arena all the same. Outside, it would be a buffer of the loop's or branch's
+    `loop_outputs_inside` (outputs outside): an output that a loop or a branch computes, a view of one
+    or a value computed in place from one (`loop_memory`) stays in the arena all the same. Outside, it would be a buffer of the loop's or branch's
     own beside the arena, into which each round's value is computed apart from its operands in the
     arena; inside, each round updates it where it lies.
 
@@ -46,8 +46,8 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
     if not include_outputs:
-        outside.update(v for v in block.last_op.operands
-                       if not (loop_outputs_inside and isinstance(viewed(v).owner, jx.WhileOp | jx.CaseOp)))
+        kept = loop_memory(block) if loop_outputs_inside else set()
+        outside.update(v for v in block.last_op.operands if v not in kept)
     if products_outside:
         outside.update(products_values(block))
     return BlockPlanner(block, BlockContext(options, outside, dictated={}, foldable=inside, donated=inside)).run()

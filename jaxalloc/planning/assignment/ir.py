@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from xdsl.ir import Block, BlockArgument, SSAValue
 
-from jaxalloc.analysis.inplace import PRODUCTS, viewed
+from jaxalloc.analysis.inplace import PRODUCTS, in_place_candidates, is_view, viewed
 from jaxalloc.dialects import jx
 
 
@@ -41,12 +41,26 @@ def defined_within(value: SSAValue, block: Block) -> bool:
 
 def products_values(block: Block) -> set[SSAValue]:
     """The operands and results of the matrix products and convolutions of `block` (a fused op
-    holding one counts as one), but values of loops and branches (multi-views and phis) and
-    constants."""
+    holding one counts as one), but constants and values that may share a buffer with a loop's or a
+    branch's result (`loop_memory`): outside the arena, such a value would take the loop's ring or
+    the case result's memory out with it, into a buffer of XLA's own."""
+    shared = loop_memory(block)
     found: set[SSAValue] = set()
     for op in block.ops:
         inner = op.body.block.ops if isinstance(op, jx.FusedOp) else (op,)
         if any(isinstance(o, jx.PrimOp) and o.primitive.data in PRODUCTS for o in inner):
             found.update(v for v in (*op.operands, *op.results) if not isinstance(v, BlockArgument)
-                         and not isinstance(viewed(v).owner, jx.WhileOp | jx.CaseOp | jx.ConstOp))
+                         and v not in shared and not isinstance(viewed(v).owner, jx.ConstOp))
+    return found
+
+
+def loop_memory(block: Block) -> set[SSAValue]:
+    """The values of `block` that may be in the memory of a loop's or a case's result: those results,
+    their views, and the values computed in place from any of these (`in_place_candidates`)."""
+    found: set[SSAValue] = set()
+    for op in block.ops:
+        if isinstance(op, jx.WhileOp | jx.CaseOp):
+            found.update(op.results)
+        elif is_view(op) and op.operands[0] in found or any(op.operands[p] in found for p in in_place_candidates(op)):
+            found.update(op.results)
     return found
