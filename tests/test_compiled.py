@@ -15,7 +15,7 @@ from test_trust import _settling
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
-from jaxalloc.execution import compiled
+from jaxalloc.execution.compiled import guards, rewrite
 from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
@@ -65,7 +65,7 @@ def test_random_program_compiled_after_the_passes(seed):
 
 ARENA_ONCE_COPIED = (469, 561, 1155, 2385, 2694, 3266, 4515, 4857)
 """Random programs in whose kernels XLA once copied the whole arena: a case widened after its first
-conditional was traced (561, 1155, 2694, 3266, 4515: `_Retrace`), an op whose result stays outside
+conditional was traced (561, 1155, 2694, 3266, 4515: `Retrace`), an op whose result stays outside
 the arena reading it before a write it does not wait for (2385), a conditional of `relocate` whose
 results nothing read (4857), a small loop compiled into one kernel inside a case's branch (469:
 the kernel is compiled again without such loops). 4515 and 4857 still copied a value into a slot
@@ -247,7 +247,7 @@ def test_offsets_become_arguments():
     """`offsets_as_arguments`: each int32 constant a top-level addition takes is read from one new
     argument per value; an offset counted from `base` is that argument itself; nothing else changes."""
     args = (jnp.arange(10, dtype=jnp.uint32), jnp.int32(0), jnp.float32(1.5))
-    closed, words = compiled.offsets_as_arguments(jax.make_jaxpr(_with_offsets)(*args))
+    closed, words = rewrite.offsets_as_arguments(jax.make_jaxpr(_with_offsets)(*args))
     assert words == (4, 6)
     adds = [e for e in closed.jaxpr.eqns if e.primitive is lax.add_p]
     assert len(adds) == 2  # `base * 3 + 4` and `x + 4.0`; both `base + ...` are the arguments
@@ -268,7 +268,7 @@ def test_a_conditional_takes_its_branches_offsets_as_operands():
     """Inside a conditional too, offsets are read from arguments (operands of the conditional, each
     branch taking them all), where as constants XLA folds them into each read, a fusion of its own."""
     args = (jnp.arange(10, dtype=jnp.uint32), jnp.int32(0))
-    closed, words = compiled.offsets_as_arguments(jax.make_jaxpr(_branching_offsets)(*args, True))
+    closed, words = rewrite.offsets_as_arguments(jax.make_jaxpr(_branching_offsets)(*args, True))
     assert sorted(words) == [4, 8]
     (cond,) = [e for e in closed.jaxpr.eqns if e.primitive is lax.cond_p]
     for branch in cond.params["branches"]:
@@ -381,7 +381,7 @@ STACKED_ARGS = (jnp.linspace(-1.0, 1.0, 16 * 4 * 8).reshape(16, 4, 8), jnp.int32
 ], ids=["several results", "broadcasts and constants", "rotating loop", "small operands", "stacked rows", "branches"])
 def test_no_write_makes_xla_copy_the_arena(fn, args, passes):
     """XLA copies the arena wherever it repeats a read in a later write, or a write that looks cheap
-    in a later read (see `execution/compiled.py`): the first two programs have such reads and
+    in a later read (see `execution/compiled/guards.py`): the first two programs have such reads and
     writes, the third moves values between the slots of a loop, the fourth reads small operands
     together, the fifth reads and writes windows of values in the arena, the sixth has branches
     that each write the arena."""
@@ -500,7 +500,7 @@ def test_a_loop_hands_on_the_argument_its_first_round_read_unchanged():
     literals = [e for e in body.eqns if e.primitive is lax.add_p
                 for v in e.invars if isinstance(v, jax.extend.core.Literal) and v.aval.dtype == jnp.int32]
     assert len(literals) == 1
-    assert {literals[0].outvars[0]} == compiled._counters(body, loop.params["body_nconsts"])
+    assert {literals[0].outvars[0]} == rewrite.round_counters(body, loop.params["body_nconsts"])
 
 
 def test_a_loop_that_says_its_rounds_counts_them():
@@ -540,7 +540,7 @@ def test_a_loop_xla_cannot_make_one_kernel_runs_as_its_ops_kernels(monkeypatch):
     """Where XLA fails to compile a loop into one kernel (here a sort, which its runtime library
     runs, with `OUTSIDE_ONE_KERNEL` emptied), the kernel is compiled again, every loop as its ops'
     kernels."""
-    monkeypatch.setattr(compiled, "OUTSIDE_ONE_KERNEL", frozenset())
+    monkeypatch.setattr(guards, "OUTSIDE_ONE_KERNEL", frozenset())
     planned = check_program(_sorting, jnp.linspace(-1.0, 1.0, 8), mode="compiled")
     kernel = _kernel(planned)
     assert not kernel.functions.small_loops

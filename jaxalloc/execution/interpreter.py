@@ -402,7 +402,7 @@ class JxInterpreter(Interpreter):
     """xDSL's interpreter, raising an op's exception as the op raised it.
 
     xDSL's own adds a note to the exception at every op it passes through, the whole module printed.
-    The compiled executor learns a case's result kinds by raising `_Widen` and `_Retrace` through
+    The compiled executor learns a case's result kinds by raising `Widen` and `Retrace` through
     the ops around it as it traces, and that printing took a third of the first call of a diffrax
     solve's gradient (6 of 18 s)."""
 

@@ -1,0 +1,16 @@
+"""The compiled arena executor (`planned(f, mode="compiled")`): a planned function as one jitted
+kernel over a donated arena. docs/design/compiled.md says how the kernel is built and what keeps
+XLA from undoing the plan.
+
+- `kinds`: what a value is while the kernel is traced (in the arena, an array, either).
+- `offsets`: offsets and rounds, Python ints or traced int32 scalars, and windows of values.
+- `guards`: the ops and limits that keep XLA from copying the arena.
+- `functions`: the jx ops traced over the arena (`CompiledFunctions`).
+- `rewrite`: the kernel's jaxpr with its offsets made arguments (`offsets_as_arguments`).
+- `run`: the kernel built, called and inspected (`CompiledRun`).
+"""
+
+from jaxalloc.execution.compiled.functions import CompiledFunctions
+from jaxalloc.execution.compiled.run import CompiledRun
+
+__all__ = ["CompiledFunctions", "CompiledRun"]

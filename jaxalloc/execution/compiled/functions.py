@@ -1,0 +1,754 @@
+"""The jx ops traced into one kernel over the arena: the xDSL interpreter runs the planned module under
+`jax.jit` tracing, and each op reads its operands out of the arena at their planned offsets, binds
+its primitive and writes its results back at theirs.
+
+`jx.while` becomes `lax.while_loop` with the arena in its carry; round `r` finds each carried value
+at its multi-view's slot for `r`, an offset computed from the round (NNC's pointer update), so no
+value moves between rounds. `jx.case` becomes conditionals over the arena (`switch`).
+
+On the CPU a small loop (`SMALL_LOOP_BYTES`) is one call that XLA compiles into one kernel
+(`one_kernel`): its runtime otherwise runs each of the body's ops as a kernel of its own, each
+round, and in the arena an op is two or three of them. A loop that says it runs several rounds
+(`jx.while ... rounds`) counts them in its condition, where XLA sees its trip count (on the GPU, a
+condition it cannot count is read back to the host each round); the program's own condition still
+runs, and a round where it disagrees with the count fails the call as a loop that ran other rounds
+than planned does. A loop's condition runs at the end of the body that precedes it (and once before
+the loop), so that whatever the condition writes into the arena is written in the loop's own carry:
+XLA would copy the arena for a `cond_fun` that writes."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental.xla_metadata import set_xla_metadata
+from xdsl.interpreter import Interpreter, PythonValues, impl, impl_callable, register_impls
+from xdsl.ir import Operation
+
+from jaxalloc.analysis.inplace import PRODUCTS
+from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import NextAttr, ViewsAttr
+from jaxalloc.execution.arena import WORDS, Layout, from_words, layout_of, read_bytes, to_words
+from jaxalloc.execution.compiled.guards import (
+    GROUPED_READ_BYTES, INDEXED, ONE_KERNEL_CALL, PINNED_WRITE_WORDS, SMALL_LOOP_BYTES, UNSEEN, bytes_free,
+    compiles_into_one_kernel, fusible, hideable, hidden, pinnable_as_is, pinned_as_is, pinned_words, read_all,
+    spreads,
+)
+from jaxalloc.execution.compiled.kinds import (
+    At, Either, Kind, Retrace, Widen, chosen, joined, kind_of, placeholder, unread_zeros,
+)
+from jaxalloc.execution.compiled.offsets import (
+    Ring, contiguous, entry, int32, modulo, over, plus, reads_ring, same, window_start,
+)
+from jaxalloc.execution.interpreter import (
+    ArenaFunctions, JxFunctions, donated_slots, replace, twice, with_weak_type,
+)
+
+
+class _Settled(Exception):
+    """A loop's carried values that lie at the same constant offset in every round: trace it again
+    with them there, or (None) not, after all (`CompiledFunctions.loop`)."""
+
+    def __init__(self, owner: Operation, offsets: dict[int, int | None]):
+        super().__init__(f"results {sorted(offsets)} of {owner.name} lie at constant offsets")
+        self.owner, self.offsets = owner, offsets
+
+
+def _apart(sources, places, sizes) -> bool:
+    """Whether no source of a move can lie where an earlier one writes (known while tracing)."""
+    if len(sources) < 2:
+        return True
+    if not all(isinstance(p, int) for p in places):
+        return False
+    for k, source in enumerate(sources):
+        if isinstance(source, Either) or isinstance(source, At) and not isinstance(source.offset, int):
+            return False
+        if isinstance(source, At) and any(
+            p < source.offset + sizes[k] and source.offset < p + n for p, n in zip(places[:k], sizes[:k])
+        ):
+            return False
+    return True
+
+
+def _identity(value) -> Any:
+    if isinstance(value, At):
+        return (Kind.AT, value.offset if isinstance(value.offset, int) else id(value.offset))
+    return id(value)
+
+
+@register_impls
+@dataclass
+class CompiledFunctions(ArenaFunctions):
+    """The jx ops traced into one kernel over the arena (see the module docstring)."""
+
+    bytes: Any = None
+    """The arena, as an array of `word`s."""
+    word: np.dtype = np.dtype(np.uint8)
+    paddable: bool = False
+    """Whether every slot holds at least two words, so a value of one word may be written as two."""
+    base: Any = 0
+    """The kernel's argument `base`, always 0: every offset is counted from it (see the module docstring)."""
+    copied: Any = None
+    """Bytes copied so far, as (low 20 bits, the rest in MiB): uint32s that do not overflow."""
+    wrong_rounds: Any = None
+    """Whether a loop that says how many rounds it runs ran another number."""
+    _rings: Sequence[Ring] = ()
+    small_loops: bool = False
+    """Whether each small loop is compiled into one kernel (`one_kernel`): on the CPU."""
+    _in_one_kernel: bool = False
+    one_kernel_calls: int = 0
+    """Loops traced into one kernel (`one_kernel`) in the kernel's last trace."""
+    widened: dict[Operation, dict[int, Kind]] = field(default_factory=dict)
+    """The kinds each loop or case was found to need, by position: kept from one trace of the
+    kernel to the next (`Retrace`)."""
+
+    def learned(self, owner: Operation | None, guessed: list[Kind]) -> list[Kind]:
+        """The kinds `owner` carries: those `guessed`, wider where a trace of it found them too narrow."""
+        return [self.widened.get(owner, {}).get(position, kind) for position, kind in enumerate(guessed)]
+
+    def learn(self, owner: Operation, found: Widen, kinds: list[Kind]) -> None:
+        """Widen `kinds`, those of `owner`, as `found` says, and keep that for later traces; or raise
+        `found` on, where it is another op's."""
+        if found.owner is not owner:
+            raise found
+        kinds[found.position] = self.widened.setdefault(owner, {})[found.position] = found.kind
+
+    # -- the arena --------------------------------------------------------------------------------
+
+    def read(self, value, layout: Layout, fenced: bool = True, pinned: bool = False) -> jax.Array:
+        """`value` as an array; `fenced=False` lets XLA fuse the read of the arena into the op that
+        reads it, for an op that cannot merge it with an index of its own; `pinned` reads it once
+        into a buffer of its own (`pinned_words`)."""
+        if isinstance(value, At):
+            return self.load(value.offset, layout, fenced, pinned)
+        if isinstance(value, Either):  # both read, one chosen: a branch over the arena would need all of it
+            return chosen(value, self.load(value.offset, layout, fenced, pinned))
+        return value
+
+    def load(self, offset, layout: Layout, fenced: bool, pinned: bool) -> jax.Array:
+        """The value of `layout` at byte `offset` of the arena."""
+        if bytes_free((layout,)):  # no bytes: nothing of the arena to read
+            return jnp.zeros(layout.shape, layout.dtype)
+        words = self.words(offset, layout.nbytes, fenced)
+        return from_words(self.pin(words) if pinned else words, layout)
+
+    def words(self, offset, nbytes: int, fenced: bool = False) -> jax.Array:
+        """The words of the `nbytes` at byte `offset` of the arena (`fenced`: see `read`)."""
+        width = self.word.itemsize
+        return (read_bytes if fenced else _slice)(self.bytes, plus(self.base, over(offset, width)), -(-nbytes // width))
+
+    def pin(self, words: jax.Array) -> jax.Array:
+        """`pinned_words`, with zeros made from `base`. One word is pinned with a zero beside it: XLA turns
+        a reduction of one pair into an elementwise op, which it repeats in each user."""
+        zero = lax.convert_element_type(self.base, words.dtype)
+        if words.size == 1:
+            return self.pin(jnp.concatenate([words, zero[None]]))[:1]
+        return pinned_words(words, jnp.broadcast_to(zero, words.shape))
+
+    def pin_value(self, value: jax.Array, layout: Layout) -> jax.Array:
+        """`value` computed once into a buffer of its own (`pinned_words`), of its own type and shape where
+        a reduction has an identity for its elements: a value of another type or shape would be
+        converted back by a copy of its own."""
+        if not layout.nbytes:
+            return value
+        if layout.key_impl is not None:
+            return jax.random.wrap_key_data(pinned_as_is(jax.random.key_data(value), self.base), impl=layout.key_impl)
+        if pinnable_as_is(jnp.result_type(value)):
+            return pinned_as_is(value, self.base)
+        return from_words(self.pin(to_words(value, layout, WORDS[min(layout.stored_dtype.itemsize, 4)])), layout)
+
+    def read_operands(self, values: Sequence[Any], layouts: Sequence[Layout], fenced: bool, pinned: bool) -> tuple:
+        """The operands of one op. Small ones (`GROUPED_READ_BYTES`) in the arena at more than one
+        place are read together, one buffer of their words (`pinned_words`), in one kernel instead of
+        one each (see the module docstring). The pinned buffer also keeps XLA from merging a read
+        with the op's own index (`INDEXED`). In a loop compiled into one kernel each operand is
+        read alone (the diffrax solve of `benchmarks/speed.py`: 10% faster a call)."""
+        grouped = {(_identity(v), layout): v.offset for v, layout in zip(values, layouts)
+                   if isinstance(v, At) and layout.nbytes <= GROUPED_READ_BYTES}
+        if len(grouped) < 2 or self._in_one_kernel:
+            return tuple(self.read(v, layout, fenced, pinned) for v, layout in zip(values, layouts))
+        loaded = dict(zip(grouped, self.read_together(list(grouped.values()), [layout for _, layout in grouped])))
+        return tuple(loaded[key] if (key := (_identity(v), layout)) in loaded else self.read(v, layout, fenced, pinned)
+                     for v, layout in zip(values, layouts))
+
+    def read_together(self, offsets: Sequence[Any], layouts: Sequence[Layout]) -> list:
+        """The values of `layouts` at byte `offsets`, read into one buffer of their words (`pinned_words`)."""
+        parts = [self.words(offset, layout.nbytes) for offset, layout in zip(offsets, layouts)]
+        words = self.pin(jnp.concatenate(parts))
+        starts = np.cumsum([0, *(part.size for part in parts)])
+        return [from_words(words[a:b], layout) for layout, a, b in zip(layouts, starts, starts[1:])]
+
+    @property
+    def threaded(self) -> tuple:
+        """What every op may update, threaded through loops and branches."""
+        return self.bytes, self.copied, self.wrong_rounds, self.base
+
+    @threaded.setter
+    def threaded(self, values: tuple) -> None:
+        self.bytes, self.copied, self.wrong_rounds, self.base = values
+
+    def write(self, value: jax.Array, layout: Layout, offset, spread: bool = False, moved: bool = False) -> At:
+        """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
+        would take that write for a cheap one, it is made dearer: see the module docstring. `moved`:
+        see `put`."""
+        if bytes_free((layout,)):  # an update of no bytes hands XLA the arena as it was, which it copies
+            return At(offset)
+        words = to_words(value, layout, self.word)
+        if words.size == 1 and self.paddable:  # the other word is the slot's own padding
+            words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
+        spread = spread or words.size <= PINNED_WRITE_WORDS and not self._in_one_kernel
+        self.put(words, plus(self.base, over(offset, self.word.itemsize)), spread, moved)
+        return At(offset)
+
+    def put(self, words: jax.Array, start, spread: bool, moved: bool = False) -> None:
+        """Write `words` at word `start`, pinned first where they may be a broadcast; words `moved`
+        as they are (read out of the arena) get an op for XLA to fuse into the write (`fusible`)."""
+        if spread and words.size > 1:  # the slot's words, masked with the zero XLA cannot see
+            words = pinned_words(words, _slice(self.bytes, start, words.size) & lax.convert_element_type(self.base, words.dtype))
+        elif moved and not spread:
+            words = fusible(words, self.base)
+        self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
+
+    def touch(self) -> None:
+        """Write the arena's spare last word (`CompiledRun.words`) with a zero XLA cannot see: a
+        conditional whose branch hands the arena back untouched would hand back its operand, which
+        XLA copies where the operand is read after the conditional."""
+        spare = plus(self.base, self.bytes.shape[0] - 1)
+        self.bytes = lax.dynamic_update_slice(self.bytes, lax.convert_element_type(self.base, self.word)[None], (spare,))
+
+    def count(self, nbytes) -> None:
+        low, high = self.copied
+        low = low + jnp.asarray(nbytes, jnp.uint32)
+        self.copied = (low & 0xFFFFF, high + (low >> 20))
+
+    def copy_out(self, value, layout: Layout) -> jax.Array:
+        """`value` read out of the arena, to be kept outside it: read once into a buffer of its own,
+        which every later write waits for (as for an op whose results stay outside, `apply`)."""
+        if not isinstance(value, At | Either):
+            return value
+        self.count(layout.nbytes if isinstance(value, At) else jnp.where(value.inside, layout.nbytes, 0))
+        copied = self.read(value, layout, pinned=True)
+        self.base = read_all([copied], self.base)
+        return copied
+
+    def move(self, values: Sequence[Any], layouts: Sequence[Layout], places: Sequence[Any]) -> tuple:
+        """`Arena.move`: each value put at its place, as if every source were read before anything is
+        written. Where no source can lie where an earlier move writes, each is read just before it
+        is written: XLA orders work by data alone, and a read of the arena that no later write
+        depends on makes it copy the whole arena to keep the bytes it reads."""
+        first: dict[tuple, int] = {}
+        for k, (v, p) in enumerate(zip(values, places)):
+            if not (isinstance(v, At) and same(v.offset, p)):
+                first.setdefault((_identity(v), _identity(At(p))), k)
+        moves = list(first.values())
+        if _apart([values[k] for k in moves], [places[k] for k in moves], [layouts[k].nbytes for k in moves]):
+            read = [None] * len(moves)
+        else:
+            # the source in the arena, if one, moves first; several are read into one buffer
+            moves.sort(key=lambda k: not isinstance(values[k], At | Either))
+            read = self.read_first([values[k] for k in moves], [layouts[k] for k in moves])
+        for k, value in zip(moves, read):
+            source, nbytes = values[k], layouts[k].nbytes
+            if isinstance(source, At):
+                nbytes = jnp.where(source.offset != places[k], nbytes, 0)
+            elif isinstance(source, Either):
+                nbytes = jnp.where(source.inside & (source.offset == places[k]), 0, nbytes)
+            self.count(nbytes)
+            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k], moved=True)
+        return tuple(v if isinstance(v, At) and same(v.offset, p) else At(p) for v, p in zip(values, places))
+
+    def read_first(self, values: Sequence[Any], layouts: Sequence[Layout]) -> list:
+        """The values, those in the arena read before any is written over: into one buffer of their
+        words (`pinned_words`), which XLA neither repeats in each write that uses it nor fuses into one.
+        A read of its own would be fused into its one write, after the writes before it have
+        changed the arena, and XLA would copy the arena to keep the bytes it reads."""
+        inside = [k for k, v in enumerate(values) if isinstance(v, At | Either)]
+        if len(inside) < 2:
+            return [self.read(v, layout) for v, layout in zip(values, layouts)]
+        read = list(values)
+        for k, loaded in zip(inside, self.read_together([values[k].offset for k in inside], [layouts[k] for k in inside])):
+            read[k] = loaded if isinstance(values[k], At) else chosen(values[k], loaded)
+        return read
+
+    def encode(self, value, kind: Kind, layout: Layout, owner: Operation, position: int, carried=None):
+        """`value` as a loop or branch carries it (`kind`); raises `Widen` where it cannot be. A value
+        in the arena carried as `Either` hands on the array the `carried` one held (a loop's round
+        passes it through unchanged, which XLA neither copies nor computes every round)."""
+        have = kind_of(value)
+        if have == kind == Kind.AT:
+            return At(int32(value.offset))
+        if have == kind == Kind.VALUE:
+            return value
+        if kind != Kind.EITHER:
+            raise Widen(owner, position, Kind.EITHER)
+        if isinstance(value, At):
+            unused = carried.value if isinstance(carried, Either) else unread_zeros(layout)
+            return Either(jnp.bool_(True), int32(value.offset), unused)
+        if isinstance(value, Either):
+            return Either(jnp.asarray(value.inside, jnp.bool_), int32(value.offset), value.value)
+        return Either(jnp.bool_(False), jnp.int32(0), value)
+
+    def switch(self, owner: Operation, index, branches: Sequence[Callable], layouts, kinds: list[Kind],
+               last_writes: bool = False) -> tuple:
+        """`lax.switch` semantics over branches that run in the arena and return located values, each
+        result in the kind `kinds` gives (widened where a branch needs it).
+
+        XLA orders the branches of one conditional as if each ran after the one before: where an
+        early branch writes the arena in place and a later one reads it, it copies the whole arena.
+        So unless the caller knows that only the last branch writes the arena (`last_writes`), branch
+        `k` runs in a conditional of its own, `lax.cond(index == k, branch, nothing)`, which hands
+        the arena and the results on to the next.
+
+        `base` is then made of every result of each conditional (`read_all`), and on the CPU,
+        after the last, it is read into a value of its own (`pin`): XLA would compute its chain of
+        selects again in each later read of the arena, every depth of the chain a distinct fusion
+        to compile (the scanned transformer training step: 289 distinct fusions, 233 so); on a GPU
+        that read would be a kernel launch of its own, in a loop every round. XLA drops the
+        results nothing reads, and the operands a branch no longer needs, cloning each branch it
+        changes; the branch that changes nothing ends up cloned more often than the one that
+        writes. XLA's copy removal visits computations in the order it made them, and where it
+        came to the writing branch first, it kept a copy of the arena at the end of each branch
+        (random programs 823 and 2369, and 4857 in a `relocate`, where only the last branch writes).
+
+        Where a result is widened once a conditional of the chain is in the trace, that conditional
+        would stay there, its effects and its update of the arena with it: the kernel is traced
+        again from the start (`Retrace`)."""
+        if len(branches) == 1:
+            return branches[0]()
+        index = jnp.clip(lax.convert_element_type(index, jnp.int32), 0, len(branches) - 1)
+        start = self.threaded
+
+        def traced(branch):
+            def run(state):
+                self.threaded = state[0]
+                results = branch()
+                if not last_writes:
+                    self.touch()
+                # `base` and the index go on out of each branch where XLA cannot see them. Every later
+                # write waits for the branches (its offset counts from that `base`), which XLA would
+                # take off the arena where none writes it: a read of the arena that no later write
+                # depends on (here the index, read where it lies, in each conditional's test as XLA
+                # repeats a cheap read in each user) makes XLA copy the arena to keep the bytes it reads
+                unseen = self.base == UNSEEN
+                self.base = hidden(self.base, unseen)
+                return self.threaded, self.encode_all(owner, results, kinds, layouts), hidden(state[2], unseen)
+
+            return run
+
+        if last_writes:
+            conditionals = [lambda state: lax.switch(index, [traced(b) for b in branches], state)]
+        else:
+            conditionals = [lambda state, k=k: lax.cond(state[2] == k, traced(branches[k]), lambda state: state, state)
+                            for k in range(len(branches))]
+        kinds = self.learned(owner, kinds)
+        while True:
+            bound = 0  # conditionals of the chain in the trace
+            try:
+                state = (start, tuple(placeholder(kind, layout) for kind, layout in zip(kinds, layouts)), index)
+                for conditional in conditionals:
+                    self.threaded, results, handed = conditional(state)
+                    bound += 1
+                    # every result read, so that XLA keeps the conditional as it is (see above)
+                    self.base = read_all([*jax.tree.leaves(results), handed], self.base)
+                    state = (self.threaded, results, handed)
+                self.threaded, results, _ = state
+                if jax.default_backend() == "cpu":
+                    self.base = self.pin(self.base[None])[0]
+                return results
+            except Widen as found:
+                self.learn(owner, found, kinds)
+                if bound:
+                    raise Retrace() from found
+                self.threaded = start
+
+    def where(self, place):
+        """As the interpreter's, with a toggle ring's further free slot (`#mem.next<k, n>`) chosen
+        from where the carried values are, traced."""
+        if isinstance(place, NextAttr) and place.nth.data:
+            k = place.position.data
+            ring = self._rings[k]
+            return ring.toggle(self._state[k], *(self._state[j] for j in ring.held), nth=place.nth.data)
+        return super().where(place)
+
+    # -- ops ------------------------------------------------------------------------------------
+
+    @impl_callable(jx.FuncOp)
+    def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        self.bytes, args = args[0], args[1:]
+        # host constants until an op counts a copy or checks a round: then traced (`CompiledRun.interpret`)
+        self.copied, self.wrong_rounds = (np.uint32(0), np.uint32(0)), np.bool_(False)
+        self.one_kernel_calls = 0
+        self._next, self._rings = (), ()
+        results = JxFunctions.call_func(self, interpreter, op, args)
+        outputs = op.body.block.last_op.operands
+        return tuple(self.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
+
+    def arguments(self, op: jx.FuncOp, args: PythonValues) -> PythonValues:
+        """Donated arguments (`mem.args`) are written at their slots as the kernel starts; the kernel
+        donates them to XLA, which may free them or give their memory to an output."""
+        args = JxFunctions.arguments(self, op, args)
+        donated = donated_slots(op)
+        return replace(args, list(donated), [
+            self.write(args[k], layout_of(op.body.block.args[k].type), offset) for k, offset in donated.items()
+        ])
+
+    def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
+        layout = self.layouts.get(op) or self.layout(op)
+        places = layout.offsets or tuple(self.where(p) for p in layout.places)
+        binding = self.binding(op)
+        effect = isinstance(op, jx.PrimOp) and op.effect is not None
+        if layout.outputs and not effect and bytes_free(layout.outputs):
+            return tuple(jnp.zeros(out.shape, out.dtype) for out in layout.outputs)  # nothing to read or write
+        if layout.view and (places[0] is None or isinstance(args[0], At) and same(args[0].offset, places[0])):
+            source = args[0]
+            if isinstance(source, At):
+                return (source,)  # the operand's bytes, read as the result's type
+            if isinstance(source, Either):
+                return (Either(source.inside, source.offset, binding.bind(source.value)[0]),)
+        window = self.window(op, args, places, layout)
+        if window is not None:
+            return window
+        fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
+        # an op that reads the arena and writes nothing into it (a callback, values kept outside, such
+        # as outputs) hands nothing back that a later write would wait for, and XLA copies the arena
+        # where a read of it is not ordered before a later write: every later write waits instead
+        # (its offset counts from a `base` made of them) for a callback's operands, or for the
+        # results, each computed once into a buffer of its own (`kept_outside`)
+        unwritten = all(p is None for p in places) and any(isinstance(v, At | Either) for v in args)
+        operands = self.read_operands(args, layout.inputs, fenced, pinned=effect or sum(p is not None for p in places) > 1)
+        if effect:
+            self.base = read_all(operands, self.base)
+        results = binding.bind(*operands)
+        if unwritten and not effect:
+            results = self.kept_outside(op, results, layout.outputs)
+        outside = not any(isinstance(v, At | Either) for v in args)
+        return tuple(r if p is None else self.write(r, out, p, spread=outside or spreads(op, k))
+                     for k, (r, p, out) in enumerate(zip(results, places, layout.outputs)))
+
+    def kept_outside(self, op: jx.PrimOp | jx.FusedOp, results: Sequence[Any], layouts: Sequence[Layout]) -> tuple:
+        """Results computed from the arena and kept outside it, each in a buffer of its own that every
+        later write waits for. XLA computes a matrix product or a convolution into a buffer of its
+        own; any other result is pinned (`pinned_words`), which XLA computes once, reading the arena as
+        it goes, where it would compute a cheap result again inside each of its users, after later
+        writes (pinning the operands instead holds a copy of each until the op runs)."""
+        if not (isinstance(op, jx.PrimOp) and op.primitive.data in PRODUCTS):
+            results = tuple(self.pin_value(r, out) for r, out in zip(results, layouts))
+        self.base = read_all(results, self.base)
+        return tuple(results)
+
+    def window(self, op: Operation, args: PythonValues, places: Sequence[Any], layout) -> tuple | None:
+        """A `dynamic_slice` of a value in the arena, or a `dynamic_update_slice` of one in place,
+        whose window is one run of whole words: only the window is read or written, at the start
+        the op would clamp to (`window_start`), where reading the whole value would copy it. In
+        a scan, each round reads or writes one row of the stacked values. None for any other op."""
+        if not (isinstance(op, jx.PrimOp) and op.primitive.data in WINDOWED and isinstance(args[0], At)):
+            return None
+        whole, source = layout.inputs[0], args[0].offset
+        width, element = self.word.itemsize, whole.stored_dtype.itemsize
+        if whole.key_impl is not None or whole.dtype.kind == "c" or element % width:
+            return None
+        reads = op.primitive.data == "dynamic_slice"
+        window = layout.outputs[0] if reads else layout.inputs[1]
+        sizes = self.binding(op).params["slice_sizes"] if reads else window.shape
+        nbytes = math.prod(sizes) * element
+        if len(sizes) != len(whole.shape) or not contiguous(whole.shape, sizes) or nbytes < 2 * width:
+            return None
+        if not reads:
+            if places[0] is None or isinstance(source, int) and isinstance(places[0], int) and source != places[0]:
+                return None  # out of place in every round: the op reads the whole value
+            if not same(source, places[0]):  # a loop's first round reads its init operand elsewhere
+                if jax.default_backend() != "cpu":
+                    return None  # see `relocate`
+                self.relocate(source, places[0], whole)
+        operands = self.read_operands(args[1:], layout.inputs[1:], False, False)
+        start = plus(self.base, over(source if reads else places[0], width))
+        if (within := window_start(whole.shape, sizes, operands[-len(sizes):])) is not None:
+            start = lax.add(start, lax.mul(within, np.int32(element // width)))
+        if reads:
+            words = _slice(self.bytes, start, nbytes // width)
+            if places[0] is None:  # kept outside: later writes wait for the read, as in `apply`
+                words = self.pin(words)
+                self.base = read_all([words], self.base)
+            value = from_words(words, window)
+            return (value if places[0] is None else self.write(value, window, places[0], moved=True),)
+        moved = isinstance(args[1], At | Either)
+        self.put(to_words(operands[0], window, self.word), start, spread=not moved, moved=moved)
+        return (At(places[0]),)
+
+    def relocate(self, source, place, layout: Layout) -> None:
+        """The value of `layout` at byte `source` copied to `place` in a round where they differ,
+        as a loop's first round reads its init operand where a later round's value lies in the
+        loop's own slot: a `switch` over all that ops thread (a `lax.cond` over the arena alone,
+        with its offsets computed outside the branches, made XLA copy the arena). On the CPU only:
+        XLA's GPU runtime reads a conditional's predicate back to the host to choose the branch, a
+        round trip each round that costs more than the device's copy of the value."""
+        width = self.word.itemsize
+
+        def copy() -> tuple:
+            self.put(self.words(source, layout.nbytes), plus(self.base, over(place, width)), spread=False, moved=True)
+            return ()
+
+        self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [], last_writes=True)
+
+    @impl(jx.CaseOp)
+    def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
+        layout = self.layout(op)
+        index = lax.convert_element_type(self.read(args[0], layout.inputs[0]), jnp.int32)
+        phis = op.attributes.get("mem.phi")
+        views = [tuple(p.get_values()) for p in phis.data] if phis is not None else [()] * len(op.results)
+        places = [self.where(p) for p in layout.places]
+
+        def branch(k: int) -> Callable:
+            def run() -> tuple:
+                block = op.branches[k].block
+                yielded = self.run_block(interpreter, block, ())
+                moved = [j for j, place in enumerate(places) if place is not None and k not in views[j]]
+                results = replace(yielded, moved, self.move(
+                    [yielded[j] for j in moved], [layout.outputs[j] for j in moved], [places[j] for j in moved]
+                ))
+                results = replace(results, *twice(block, views, k, results))
+                return tuple(
+                    self.copy_out(v, out) if place is None and k not in phi else v
+                    for v, place, phi, out in zip(results, places, views, layout.outputs)
+                )
+
+            return run
+
+        kinds = [Kind.AT if place is not None else Kind.VALUE for place in places]
+        return self.switch(op, index, [branch(k) for k in range(len(op.branches))], layout.outputs, kinds)
+
+    @impl(jx.WhileOp)
+    def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
+        if self.small_loops and not self._in_one_kernel and self.small(op):
+            return self.one_kernel(lambda: self.loop(interpreter, op, args))
+        return self.loop(interpreter, op, args)
+
+    def one_kernel(self, run: Callable[[], tuple]) -> tuple:
+        """What `run` returns, traced as one call that XLA's CPU backend compiles into one kernel
+        (the call's `xla_cpu_small_call` attribute; `inlineable` keeps the call apart until then).
+
+        That backend aborts the process on a parameter of such a call that nothing reads, as
+        XLA's simplifications leave one wherever it sees the argument's value (a constant) or
+        finds no use for it. So every argument but the arena reaches the call through a `select`
+        on `base` (XLA cannot see its value), and the call reads every parameter (`read_all`).
+        Where that `select` would copy more than `HIDDEN_BYTES`, the loop runs as its ops' kernels."""
+        def call(threaded):
+            self.threaded, self._in_one_kernel = threaded, True
+            try:
+                return run(), self.threaded
+            finally:
+                self._in_one_kernel = False
+
+        start, unseen = jax.tree.leaves(self.threaded), self.base == UNSEEN  # False, where XLA cannot see it
+        traced, shape = jax.make_jaxpr(call, return_shape=True)(self.threaded)
+        # the program's float scalars are constants of the call, which XLA folds into its one kernel:
+        # each taken through a `select` would be a fusion of its own outside the call, distinct by
+        # its value. Integers and booleans stay arguments: one XLA sees may fix a loop's trip count
+        # or a branch, and a loop or branch it removes hands the arena on, which it then copies
+        # (random program 604, a `fori_loop` of `x * 0` rounds)
+        known = [jnp.shape(c) == () and jnp.issubdtype(jnp.result_type(c), jnp.floating) and not isinstance(c, jax.core.Tracer)
+                 for c in traced.consts]
+        outside = [*start[1:], *(c for c, k in zip(traced.consts, known) if not k)]  # what the call takes besides the arena
+        if all(map(hideable, outside)):
+            def kernel(*inputs):
+                inputs, base = list(inputs), len(start) - 1  # `threaded` ends with `base`
+                inputs[base] = read_all(inputs, inputs[base])
+                taken = iter(inputs[len(start):])
+                consts = [with_weak_type(np.asarray(c), jax.typeof(c)) if k else next(taken) for c, k in zip(traced.consts, known)]
+                return jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)])
+
+            outputs = jax.jit(kernel, inline=False)(start[0], *(hidden(x, unseen) for x in outside))
+            outputs = set_xla_metadata(outputs, **ONE_KERNEL_CALL)
+            self.one_kernel_calls += 1
+        else:
+            outputs = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *start)
+        results, self.threaded = jax.tree.unflatten(jax.tree.structure(shape), outputs)
+        return results
+
+    def small(self, op: jx.WhileOp) -> bool:
+        """Whether a round of the loop reads and writes at most `SMALL_LOOP_BYTES`, in ops that XLA's
+        CPU backend can compile into one kernel (`compiles_into_one_kernel`)."""
+        total = 0
+        for inner in op.walk():
+            if isinstance(inner, jx.PrimOp):
+                if not compiles_into_one_kernel(inner, self.binding(inner).params):
+                    return False
+                total += sum(layout_of(v.type).nbytes for v in (*inner.operands, *inner.results))
+        return total <= SMALL_LOOP_BYTES
+
+    def loop(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
+        layouts = self.layout(op).outputs
+        rings = [self.ring(v) for v in op.attributes["mem.views"].data]
+        # a ring whose first slot is the init operand's memory reads it where it lies in round 0
+        # (`ArenaFunctions.run_while`)
+        state = self.arrive(rings, 0, args, args, layouts)
+        go = self.test(interpreter, op, state)
+        kinds = self.learned(op, [joined(kind_of(v), g.kind(args)) for v, g in zip(state, rings)])
+        # a loop that says it runs several rounds counts them, where XLA sees its trip count, and
+        # carries whether the program's own condition agreed in every round; another carries that
+        # condition (counting a loop of one round made XLA copy the arena in random programs 0, 5
+        # and 10)
+        count = op.rounds.data if op.rounds is not None and op.rounds.data > 1 else None
+
+        def flag(go, round_, before=True):
+            return go if count is None else before & (go == (round_ < count))
+
+        # a value at the same constant offset in the first round and after every round is read there
+        # (`_Settled`), where the loop's state would carry the offset: XLA folds it into a constant
+        # in each read, where the kernel takes its other offsets as arguments (`offsets_as_arguments`),
+        # so each such read is a fusion of its own, and a read and an in-place write at offsets XLA
+        # cannot tell equal are not fused (the read is a copy of its own). The plan foretells most:
+        # a ring of one slot that the init operand lies in starts settled, so that a guess the
+        # body confirms costs no second trace of it (nor of the loops inside it)
+        settled: dict[int, int] = {k: first.offset for k, (first, ring) in enumerate(zip(state, rings))
+                                   if isinstance(first, At) and ring.holds(first.offset)}
+        unsettled: set[int] = set()  # settled once, then found elsewhere after a round
+
+        def at_settled(state: tuple) -> tuple:
+            return tuple(At(settled[k]) if k in settled else v for k, v in enumerate(state))
+
+        def body(carry):
+            self.threaded, round_, before, state = carry
+            state = at_settled(state)
+            self.base = self.base & round_  # still 0, but no longer the same in every round
+            following = self.step(interpreter, op, rings, args, layouts, round_, state)
+            constant = {k: v.offset for k, (v, first) in enumerate(zip(following, start_state)) if k not in settled and k not in unsettled
+                        and isinstance(v, At) and isinstance(first, At) and same(first.offset, v.offset)}
+            constant.update({k: None for k, offset in settled.items()
+                             if not (isinstance(following[k], At) and same(following[k].offset, offset))})
+            if constant:
+                raise _Settled(op, constant)
+            go = self.test(interpreter, op, following)
+            return self.threaded, round_ + 1, flag(go, round_ + 1, before), self.encode_all(op, following, kinds, layouts, state)
+
+        start, start_state = self.threaded, state
+        while True:
+            try:
+                carry = (start, jnp.int32(0), flag(go, 0), self.encode_all(op, start_state, kinds, layouts))
+                cond = (lambda c: c[2]) if count is None else (lambda c: c[1] < count)
+                self.threaded, rounds, agreed, state = lax.while_loop(cond, body, carry)
+                break
+            except _Settled as found:
+                if found.owner is not op:
+                    raise
+                for k, offset in found.offsets.items():
+                    if offset is None:
+                        del settled[k]
+                        unsettled.add(k)
+                    else:
+                        settled[k] = offset
+                self.threaded = start
+            except Widen as found:
+                self.learn(op, found, kinds)
+                self.threaded = start
+        state = at_settled(state)
+        if count is not None:
+            self.wrong_rounds = self.wrong_rounds | ~agreed
+        elif op.rounds is not None:
+            self.wrong_rounds = self.wrong_rounds | (rounds != op.rounds.data)
+        if op.at_most is not None:
+            self.wrong_rounds = self.wrong_rounds | (rounds > op.at_most.data)
+        return state
+
+    def encode_all(self, owner: Operation, values, kinds, layouts, carried=None) -> tuple:
+        carried = carried or (None,) * len(values)
+        return tuple(self.encode(v, kind, layout, owner, i, c)
+                     for i, (v, kind, layout, c) in enumerate(zip(values, kinds, layouts, carried)))
+
+    def ring(self, views: ViewsAttr) -> Ring:
+        """A multi-view in the round being run of the enclosing loop (`ViewsAttr.within`)."""
+        initial = tuple(i.data for i in views.initial.data)
+        slots = views.slots.data
+        if not any(isinstance(s, NextAttr) for s in slots):
+            size = slots[0].size.data if slots else 0
+            return Ring(initial, tuple(s.offset.data for s in slots), size, bool(views.yielded.data), views.held)
+        position = slots[0].position.data
+        base = self._next[position]
+        if base is None:
+            return Ring(initial, (), 0, True)
+        size = self._rings[position].size // len(slots)
+        return Ring(initial, tuple(base + i * size for i in range(len(slots))), size, bool(views.yielded.data), views.held)
+
+    def arrive(self, rings, round_, inits, carried, layouts) -> tuple:
+        """Where each carried value is in round `round_` (`ArenaFunctions._round` and `_outside`): an
+        init operand, a ring slot, the value yielded, or that value read out of the arena. A traced
+        round is at least 1."""
+        state = []
+        for ring, value, layout in zip(rings, carried, layouts):
+            firsts = [inits[i] for i in ring.initial]
+            if isinstance(round_, int):
+                if ring.reads_init(round_) is not None:
+                    value = inits[ring.reads_init(round_)]
+            elif not ring.slots and not ring.yielded:
+                if firsts:  # a rotation of init operands
+                    value = self.pick(firsts, modulo(round_, len(firsts)), layout)
+            elif len(firsts) > 1:  # init operands first, for as many rounds as they are
+                value = self.pick([*firsts, value], lax.min(round_, np.int32(len(firsts))), layout)
+            if ring.outside and isinstance(value, At | Either):
+                value = self.copy_out(value, layout)  # kept outside the arena
+            state.append(value)
+        return tuple(state)
+
+    def pick(self, candidates: list, index, layout: Layout):
+        """The candidate at a traced index."""
+        kinds = {kind_of(c) for c in candidates}
+        if kinds == {Kind.AT}:
+            return At(entry([c.offset for c in candidates], index))
+        if kinds == {Kind.VALUE}:
+            return lax.select_n(index, *candidates) if len(candidates) > 1 else candidates[0]
+        wide = [self.encode(c, Kind.EITHER, layout, None, 0) for c in candidates]
+        outside = [w.value for c, w in zip(candidates, wide) if not isinstance(c, At)]
+        value = outside[0] if len(outside) == 1 else jax.tree.map(lambda *v: lax.select_n(index, *v), *[w.value for w in wide])
+        return Either(entry([w.inside for w in wide], index), entry([w.offset for w in wide], index), value)
+
+    def test(self, interpreter: Interpreter, op: jx.WhileOp, state: tuple) -> jax.Array:
+        """The loop's condition on `state`, as a traced bool."""
+        value = self.run_block(interpreter, op.cond.block, state)[0]
+        return jnp.asarray(self.read(value, layout_of(op.cond.block.last_op.operands[0].type)), jnp.bool_)
+
+    def step(self, interpreter: Interpreter, op: jx.WhileOp, rings, inits, layouts, round_, state) -> tuple:
+        """Run the body in (traced) round `round_`; where each value is in the next round."""
+        outer = self._next, self._rings, self._state
+        self._rings, self._state = rings, state
+        self._next = tuple(g.toggle(s, *(state[j] for j in g.held)) if g.toggles else g.slot(round_ + 1)
+                           for g, s in zip(rings, state))
+        try:
+            yielded = self.run_block(interpreter, op.body.block, state)
+            ring = [k for k, g in enumerate(rings) if g.slots and not g.yielded]
+            due = {k: reads_ring(rings[k], round_ + 1) for k in ring}
+            now = [k for k in ring if due[k] is True]
+            # values due in their slots move together, every source read before any is written over
+            carried = replace(yielded, now, self.move(
+                [yielded[k] for k in now], [layouts[k] for k in now], [self._next[k] for k in now]
+            ))
+            later = [k for k in ring if due[k] is not True]
+            carried = replace(carried, later, [self.place(carried[k], layouts[k], self._next[k], due[k]) for k in later])
+        finally:
+            self._next, self._rings, self._state = outer
+        return self.arrive(rings, round_ + 1, inits, carried, layouts)
+
+    def place(self, value, layout: Layout, offset, due):
+        """`value` moved to a ring slot where the next round reads that slot (`due`; traced where the
+        next round may still read an init operand)."""
+        if isinstance(value, At) and same(value.offset, offset):
+            return value
+        if isinstance(due, bool):
+            return self.move([value], [layout], [offset])[0]
+        # rounds that still read init operands read no slot: the value is not moved then
+        return self.switch(None, lax.convert_element_type(due, jnp.int32),
+                           [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], [Kind.EITHER],
+                           last_writes=True)[0]
+
+
+WINDOWED = frozenset({"dynamic_slice", "dynamic_update_slice"})
+"""Primitives that read or write a window of a value in the arena (`CompiledFunctions.window`)."""
+
+
+def _slice(arena: jax.Array, start, count: int) -> jax.Array:
+    return lax.dynamic_slice(arena, (start,), (count,), allow_negative_indices=False)
