@@ -1472,3 +1472,43 @@ def test_a_case_result_that_may_be_any_of_several_values_of_its_branch_holds_eac
             if isinstance(op, jx.PrimOp) and op.primitive.data in ("add", "mul"))
     assert case.attributes["mem.phi"] and {q.offset.data, r.offset.data} == {
         case.attributes["mem.slots"].data[0].offset.data + k * q.size.data for k in range(2)}
+
+
+def _ring_slots(plan, shape: tuple[int, ...]) -> list[int]:
+    """The slots of every loop position carrying a value of `shape`, loops nested deeper included."""
+    func = next(iter(plan.module.ops))
+    return [len(views.slots.data) for op in func.walk() if isinstance(op, jx.WhileOp)
+            for result, views in zip(op.results, op.attributes["mem.views"].data)
+            if tuple(result.type.get_shape()) == shape]
+
+
+def test_a_diffrax_solve_saves_its_outputs_in_one_slot_each():
+    """`SaveAt(ts=...)` writes each saved step with equinox's `maybe_set` into the array it updates,
+    in place (`UPDATES_OPERAND_1`): the saved arrays' rings are one slot, in the inner loop that
+    writes them and in the step loop around it, as XLA keeps one buffer for each."""
+    from jaxalloc.testing.library import BY_NAME
+
+    program = BY_NAME["diffrax_euler_saveat_ts"]
+    plan = jaxalloc.planned(program.fn).plan(*program.make_args())
+    assert _ring_slots(plan, (5, 3)) and set(_ring_slots(plan, (5, 3))) == {1}
+
+
+def test_nested_loops_update_their_carried_value_in_one_slot():
+    """The inner body computes `tanh(x @ w) + x` in place of the carried `x`, not of the product (its
+    first operand), so the inner ring is one slot, and so is the outer one that holds it: one
+    buffer of the matrix, as XLA has."""
+
+    def fn(x, w):
+        def outer(i, state):
+            x, acc = state
+            x = lax.fori_loop(0, 4, lambda j, x: jnp.tanh(x @ w) + x, x)
+            return x, acc + x
+
+        return lax.fori_loop(0, 8, outer, (x, jnp.zeros_like(x)))
+
+    args = (jnp.eye(16) * 0.5, jnp.full((16, 16), 0.01))
+    planned = check_program(fn, *args, mode="compiled")
+    assert planned.last_run.copied_bytes == 0
+    plan = planned.plan(*args)
+    assert set(_ring_slots(plan, (16, 16))) == {1}
+    assert plan.arena_bytes <= 3 * 16 * 16 * 4 + 1024  # x, acc and the product, beside small scalars

@@ -3,7 +3,7 @@
 In-place (NNC's `ccv_nnc_cmd_allow_inplace`): the result may take the place of an operand
 whose last use is this op, when both have the same byte size. Elementwise primitives read
 each element before writing the same element, so any same-sized operand will do; updates
-(`dynamic_update_slice`, `scatter*`) only into the array they update.
+(`dynamic_update_slice`, `scatter*`, equinox's `maybe_set`) only into the array they update.
 
 Views (NNC's aliases): the result is the operand's bytes read another way, so it takes no
 memory of its own.
@@ -37,6 +37,10 @@ UPDATES_OPERAND_0 = frozenset(
 )
 """Primitives that write a modified copy of operand 0: in place into operand 0 only."""
 
+UPDATES_OPERAND_1 = frozenset({"maybe_set"})
+"""Primitives that write a modified copy of operand 1: equinox's `maybe_set(pred, xs, x, *index)`, the
+write of a value into the array that its loops save their outputs in (a diffrax solve's `SaveAt`)."""
+
 PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
 """Primitives that XLA computes only on buffers of its own, its result a buffer it never computes
 again inside a user: their values may lie outside the arena (`plan_function`'s `products_outside`),
@@ -57,6 +61,8 @@ def in_place_candidates(op: Operation) -> tuple[int, ...]:
         name = op.primitive.data
     if name in UPDATES_OPERAND_0:
         positions = (0,)
+    elif name in UPDATES_OPERAND_1:
+        positions = (1,)
     elif name in ELEMENTWISE:
         positions = tuple(range(len(operands)))
     else:

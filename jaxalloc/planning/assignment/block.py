@@ -167,8 +167,10 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
             self.block.parent_op(), jx.WhileOp)
 
     def fold(self, index: int, op: Operation) -> None:
-        """NNC's in-place folding: the result takes an operand's buffer where that operand dies here."""
-        for p in in_place_candidates(op):
+        """NNC's in-place folding: the result takes an operand's buffer where that operand dies here;
+        a carried value's (or a donated argument's) first, which the result would otherwise be
+        born beside: a ring then needs one slot less."""
+        for p in sorted(in_place_candidates(op), key=lambda p: self.buffers.find(op.operands[p]) not in self.foldable):
             x = op.operands[p]
             if self.may_take(x, index):
                 self.buffers.join(op.results[0], x)

@@ -140,8 +140,11 @@ class LoopPlanning:
                 kept = max(graph.longest[k][0] for k in lenders[c])
                 repeat[c] = kept + 1 if all(dies_before(body_plan, args[graph.longest[k][1]], r) for k in lenders[c]
                                             for r in next_view_buffers(body_plan, yields[c], results[c])) else kept + 2
-            else:
-                repeat[c] = delay if one_slot_holds_both(body_plan, args[p], yields[c], results[c]) else delay + 1
+            else:  # one slot where the next value is computed where the current one is, or an inner loop's
+                # ring is, whose first round reads the current value there
+                shared = one_slot_holds_both(body_plan, args[p], yields[c], results[c]) or (
+                    delay == 1 and one_slot_toggle(body_plan, args[p], yields[c], results[c]))
+                repeat[c] = delay if shared else delay + 1
             # each slot holds an inner loop's ring, whose slots may hold rings of loops nested deeper
             inner, size = body_plan.placed_rings.get(results[c], 1), byte_size(results[c].type)
             inner_slot = max(size, body_plan.ring_slots.get(results[c], size))
