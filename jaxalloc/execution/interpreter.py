@@ -143,7 +143,7 @@ def _ran(op: jx.WhileOp, rounds: int) -> None:
 
 
 @dataclass(frozen=True)
-class _OpLayout:
+class OpLayout:
     """What running one op in the arena needs to know, read once from its type and attributes."""
 
     places: tuple[SlotAttr | NextAttr | None, ...]
@@ -153,6 +153,22 @@ class _OpLayout:
     outputs: tuple[Layout, ...]
     view: bool
     kernels: dict = field(default_factory=dict)
+
+
+def op_layout(op: Operation, layouts: dict[Operation, OpLayout]) -> OpLayout:
+    """`op`'s layout, read once into `layouts` (shared by the runs of one plan)."""
+    found = layouts.get(op)
+    if found is None:
+        places = tuple(places_of(op))
+        static = not any(isinstance(p, NextAttr) for p in places)
+        found = layouts[op] = OpLayout(
+            places,
+            tuple(None if p is None else p.offset.data for p in places) if static else None,
+            tuple(layout_of(v.type) for v in op.operands),
+            tuple(layout_of(v.type) for v in op.results),
+            is_view(op),
+        )
+    return found
 
 
 @register_impls
@@ -169,7 +185,7 @@ class ArenaFunctions(JxFunctions):
     where it is read next is copied there, and counted in `copied_bytes`.
     """
 
-    layouts: dict[Operation, _OpLayout] = field(default_factory=dict)
+    layouts: dict[Operation, OpLayout] = field(default_factory=dict)
     arena: Arena | None = None
     _next: tuple[int | None, ...] = ()
     _views: list[ViewsAttr] = field(default_factory=list)
@@ -181,19 +197,8 @@ class ArenaFunctions(JxFunctions):
     def copied_bytes(self) -> int:
         return self.arena.copied_bytes if self.arena is not None else 0
 
-    def layout(self, op: Operation) -> _OpLayout:
-        found = self.layouts.get(op)
-        if found is None:
-            places = tuple(places_of(op))
-            static = not any(isinstance(p, NextAttr) for p in places)
-            found = self.layouts[op] = _OpLayout(
-                places,
-                tuple(self.where(p) for p in places) if static else None,
-                tuple(layout_of(v.type) for v in op.operands),
-                tuple(layout_of(v.type) for v in op.results),
-                is_view(op),
-            )
-        return found
+    def layout(self, op: Operation) -> OpLayout:
+        return op_layout(op, self.layouts)
 
     def new_arena(self, nbytes: int) -> Arena:
         return Arena(nbytes)

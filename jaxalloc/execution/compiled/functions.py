@@ -33,21 +33,21 @@ from xdsl.ir import Operation
 
 from jaxalloc.analysis.inplace import PRODUCTS
 from jaxalloc.dialects import jx
-from jaxalloc.dialects.mem import NextAttr, ViewsAttr
-from jaxalloc.execution.arena import WORDS, Layout, from_words, layout_of, read_bytes, to_words
+from jaxalloc.dialects.mem import NextAttr, Place, ViewsAttr
+from jaxalloc.execution.arena import Layout, from_words, layout_of, to_words
 from jaxalloc.execution.compiled.guards import (
-    GROUPED_READ_BYTES, INDEXED, ONE_KERNEL_CALL, PINNED_WRITE_WORDS, SMALL_LOOP_BYTES, UNSEEN, bytes_free,
-    compiles_into_one_kernel, fusible, hideable, hidden, pinnable_as_is, pinned_as_is, pinned_words, read_all,
-    spreads,
+    INDEXED, ONE_KERNEL_CALL, SMALL_LOOP_BYTES, UNSEEN, bytes_free, compiles_into_one_kernel, hideable, hidden,
+    read_all, spreads,
 )
 from jaxalloc.execution.compiled.kinds import (
-    At, Either, Kind, Retrace, Widen, chosen, joined, kind_of, placeholder, unread_zeros,
+    At, Either, Kind, Retrace, Widen, joined, kind_of, placeholder, unread_zeros,
 )
 from jaxalloc.execution.compiled.offsets import (
     Ring, contiguous, entry, int32, modulo, over, plus, reads_ring, same, window_start,
 )
+from jaxalloc.execution.compiled.traced_arena import TracedArena, slice_words
 from jaxalloc.execution.interpreter import (
-    ArenaFunctions, JxFunctions, donated_slots, replace, twice, with_weak_type,
+    JxFunctions, OpLayout, donated_slots, op_layout, replace, twice, with_weak_type,
 )
 
 
@@ -60,53 +60,31 @@ class _Settled(Exception):
         self.owner, self.offsets = owner, offsets
 
 
-def _apart(sources, places, sizes) -> bool:
-    """Whether no source of a move can lie where an earlier one writes (known while tracing)."""
-    if len(sources) < 2:
-        return True
-    if not all(isinstance(p, int) for p in places):
-        return False
-    for k, source in enumerate(sources):
-        if isinstance(source, Either) or isinstance(source, At) and not isinstance(source.offset, int):
-            return False
-        if isinstance(source, At) and any(
-            p < source.offset + sizes[k] and source.offset < p + n for p, n in zip(places[:k], sizes[:k])
-        ):
-            return False
-    return True
-
-
-def _identity(value) -> Any:
-    if isinstance(value, At):
-        return (Kind.AT, value.offset if isinstance(value.offset, int) else id(value.offset))
-    return id(value)
-
-
 @register_impls
 @dataclass
-class CompiledFunctions(ArenaFunctions):
-    """The jx ops traced into one kernel over the arena (see the module docstring)."""
+class CompiledFunctions(JxFunctions):
+    """The jx ops traced into one kernel over the arena (`arena`), each value at its planned place."""
 
-    bytes: Any = None
-    """The arena, as an array of `word`s."""
-    word: np.dtype = np.dtype(np.uint8)
-    paddable: bool = False
-    """Whether every slot holds at least two words, so a value of one word may be written as two."""
-    base: Any = 0
-    """The kernel's argument `base`, always 0: every offset is counted from it (see the module docstring)."""
-    copied: Any = None
-    """Bytes copied so far, as (low 20 bits, the rest in MiB): uint32s that do not overflow."""
+    layouts: dict[Operation, OpLayout] = field(default_factory=dict)
+    arena: TracedArena = field(default_factory=TracedArena)
     wrong_rounds: Any = None
     """Whether a loop that says how many rounds it runs ran another number."""
-    _rings: Sequence[Ring] = ()
     small_loops: bool = False
     """Whether each small loop is compiled into one kernel (`one_kernel`): on the CPU."""
-    _in_one_kernel: bool = False
     one_kernel_calls: int = 0
     """Loops traced into one kernel (`one_kernel`) in the kernel's last trace."""
     widened: dict[Operation, dict[int, Kind]] = field(default_factory=dict)
     """The kinds each loop or case was found to need, by position: kept from one trace of the
     kernel to the next (`Retrace`)."""
+    _next: tuple = ()
+    """The places the body of the loop being run computes the next round's values into."""
+    _rings: Sequence[Ring] = ()
+    """That loop's multi-views in the round being run."""
+    _state: tuple = ()
+    """Where that loop's carried values are in the round being run."""
+
+    def layout(self, op: Operation) -> OpLayout:
+        return op_layout(op, self.layouts)
 
     def learned(self, owner: Operation | None, guessed: list[Kind]) -> list[Kind]:
         """The kinds `owner` carries: those `guessed`, wider where a trace of it found them too narrow."""
@@ -119,162 +97,14 @@ class CompiledFunctions(ArenaFunctions):
             raise found
         kinds[found.position] = self.widened.setdefault(owner, {})[found.position] = found.kind
 
-    # -- the arena --------------------------------------------------------------------------------
-
-    def read(self, value, layout: Layout, fenced: bool = True, pinned: bool = False) -> jax.Array:
-        """`value` as an array; `fenced=False` lets XLA fuse the read of the arena into the op that
-        reads it, for an op that cannot merge it with an index of its own; `pinned` reads it once
-        into a buffer of its own (`pinned_words`)."""
-        if isinstance(value, At):
-            return self.load(value.offset, layout, fenced, pinned)
-        if isinstance(value, Either):  # both read, one chosen: a branch over the arena would need all of it
-            return chosen(value, self.load(value.offset, layout, fenced, pinned))
-        return value
-
-    def load(self, offset, layout: Layout, fenced: bool, pinned: bool) -> jax.Array:
-        """The value of `layout` at byte `offset` of the arena."""
-        if bytes_free((layout,)):  # no bytes: nothing of the arena to read
-            return jnp.zeros(layout.shape, layout.dtype)
-        words = self.words(offset, layout.nbytes, fenced)
-        return from_words(self.pin(words) if pinned else words, layout)
-
-    def words(self, offset, nbytes: int, fenced: bool = False) -> jax.Array:
-        """The words of the `nbytes` at byte `offset` of the arena (`fenced`: see `read`)."""
-        width = self.word.itemsize
-        return (read_bytes if fenced else _slice)(self.bytes, plus(self.base, over(offset, width)), -(-nbytes // width))
-
-    def pin(self, words: jax.Array) -> jax.Array:
-        """`pinned_words`, with zeros made from `base`. One word is pinned with a zero beside it: XLA turns
-        a reduction of one pair into an elementwise op, which it repeats in each user."""
-        zero = lax.convert_element_type(self.base, words.dtype)
-        if words.size == 1:
-            return self.pin(jnp.concatenate([words, zero[None]]))[:1]
-        return pinned_words(words, jnp.broadcast_to(zero, words.shape))
-
-    def pin_value(self, value: jax.Array, layout: Layout) -> jax.Array:
-        """`value` computed once into a buffer of its own (`pinned_words`), of its own type and shape where
-        a reduction has an identity for its elements: a value of another type or shape would be
-        converted back by a copy of its own."""
-        if not layout.nbytes:
-            return value
-        if layout.key_impl is not None:
-            return jax.random.wrap_key_data(pinned_as_is(jax.random.key_data(value), self.base), impl=layout.key_impl)
-        if pinnable_as_is(jnp.result_type(value)):
-            return pinned_as_is(value, self.base)
-        return from_words(self.pin(to_words(value, layout, WORDS[min(layout.stored_dtype.itemsize, 4)])), layout)
-
-    def read_operands(self, values: Sequence[Any], layouts: Sequence[Layout], fenced: bool, pinned: bool) -> tuple:
-        """The operands of one op. Small ones (`GROUPED_READ_BYTES`) in the arena at more than one
-        place are read together, one buffer of their words (`pinned_words`), in one kernel instead of
-        one each (see the module docstring). The pinned buffer also keeps XLA from merging a read
-        with the op's own index (`INDEXED`). In a loop compiled into one kernel each operand is
-        read alone (the diffrax solve of `benchmarks/speed.py`: 10% faster a call)."""
-        grouped = {(_identity(v), layout): v.offset for v, layout in zip(values, layouts)
-                   if isinstance(v, At) and layout.nbytes <= GROUPED_READ_BYTES}
-        if len(grouped) < 2 or self._in_one_kernel:
-            return tuple(self.read(v, layout, fenced, pinned) for v, layout in zip(values, layouts))
-        loaded = dict(zip(grouped, self.read_together(list(grouped.values()), [layout for _, layout in grouped])))
-        return tuple(loaded[key] if (key := (_identity(v), layout)) in loaded else self.read(v, layout, fenced, pinned)
-                     for v, layout in zip(values, layouts))
-
-    def read_together(self, offsets: Sequence[Any], layouts: Sequence[Layout]) -> list:
-        """The values of `layouts` at byte `offsets`, read into one buffer of their words (`pinned_words`)."""
-        parts = [self.words(offset, layout.nbytes) for offset, layout in zip(offsets, layouts)]
-        words = self.pin(jnp.concatenate(parts))
-        starts = np.cumsum([0, *(part.size for part in parts)])
-        return [from_words(words[a:b], layout) for layout, a, b in zip(layouts, starts, starts[1:])]
-
     @property
     def threaded(self) -> tuple:
         """What every op may update, threaded through loops and branches."""
-        return self.bytes, self.copied, self.wrong_rounds, self.base
+        return self.arena.bytes, self.arena.copied, self.wrong_rounds, self.arena.base
 
     @threaded.setter
     def threaded(self, values: tuple) -> None:
-        self.bytes, self.copied, self.wrong_rounds, self.base = values
-
-    def write(self, value: jax.Array, layout: Layout, offset, spread: bool = False, moved: bool = False) -> At:
-        """Write `value` at byte `offset`. Its words are what `dynamic_update_slice` writes; where XLA
-        would take that write for a cheap one, it is made dearer: see the module docstring. `moved`:
-        see `put`."""
-        if bytes_free((layout,)):  # an update of no bytes hands XLA the arena as it was, which it copies
-            return At(offset)
-        words = to_words(value, layout, self.word)
-        if words.size == 1 and self.paddable:  # the other word is the slot's own padding
-            words = jnp.concatenate([words, jnp.zeros(1, words.dtype)])
-        spread = spread or words.size <= PINNED_WRITE_WORDS and not self._in_one_kernel
-        self.put(words, plus(self.base, over(offset, self.word.itemsize)), spread, moved)
-        return At(offset)
-
-    def put(self, words: jax.Array, start, spread: bool, moved: bool = False) -> None:
-        """Write `words` at word `start`, pinned first where they may be a broadcast; words `moved`
-        as they are (read out of the arena) get an op for XLA to fuse into the write (`fusible`)."""
-        if spread and words.size > 1:  # the slot's words, masked with the zero XLA cannot see
-            words = pinned_words(words, _slice(self.bytes, start, words.size) & lax.convert_element_type(self.base, words.dtype))
-        elif moved and not spread:
-            words = fusible(words, self.base)
-        self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
-
-    def touch(self) -> None:
-        """Write the arena's spare last word (`CompiledRun.words`) with a zero XLA cannot see: a
-        conditional whose branch hands the arena back untouched would hand back its operand, which
-        XLA copies where the operand is read after the conditional."""
-        spare = plus(self.base, self.bytes.shape[0] - 1)
-        self.bytes = lax.dynamic_update_slice(self.bytes, lax.convert_element_type(self.base, self.word)[None], (spare,))
-
-    def count(self, nbytes) -> None:
-        low, high = self.copied
-        low = low + jnp.asarray(nbytes, jnp.uint32)
-        self.copied = (low & 0xFFFFF, high + (low >> 20))
-
-    def copy_out(self, value, layout: Layout) -> jax.Array:
-        """`value` read out of the arena, to be kept outside it: read once into a buffer of its own,
-        which every later write waits for (as for an op whose results stay outside, `apply`)."""
-        if not isinstance(value, At | Either):
-            return value
-        self.count(layout.nbytes if isinstance(value, At) else jnp.where(value.inside, layout.nbytes, 0))
-        copied = self.read(value, layout, pinned=True)
-        self.base = read_all([copied], self.base)
-        return copied
-
-    def move(self, values: Sequence[Any], layouts: Sequence[Layout], places: Sequence[Any]) -> tuple:
-        """`Arena.move`: each value put at its place, as if every source were read before anything is
-        written. Where no source can lie where an earlier move writes, each is read just before it
-        is written: XLA orders work by data alone, and a read of the arena that no later write
-        depends on makes it copy the whole arena to keep the bytes it reads."""
-        first: dict[tuple, int] = {}
-        for k, (v, p) in enumerate(zip(values, places)):
-            if not (isinstance(v, At) and same(v.offset, p)):
-                first.setdefault((_identity(v), _identity(At(p))), k)
-        moves = list(first.values())
-        if _apart([values[k] for k in moves], [places[k] for k in moves], [layouts[k].nbytes for k in moves]):
-            read = [None] * len(moves)
-        else:
-            # the source in the arena, if one, moves first; several are read into one buffer
-            moves.sort(key=lambda k: not isinstance(values[k], At | Either))
-            read = self.read_first([values[k] for k in moves], [layouts[k] for k in moves])
-        for k, value in zip(moves, read):
-            source, nbytes = values[k], layouts[k].nbytes
-            if isinstance(source, At):
-                nbytes = jnp.where(source.offset != places[k], nbytes, 0)
-            elif isinstance(source, Either):
-                nbytes = jnp.where(source.inside & (source.offset == places[k]), 0, nbytes)
-            self.count(nbytes)
-            self.write(self.read(source, layouts[k]) if value is None else value, layouts[k], places[k], moved=True)
-        return tuple(v if isinstance(v, At) and same(v.offset, p) else At(p) for v, p in zip(values, places))
-
-    def read_first(self, values: Sequence[Any], layouts: Sequence[Layout]) -> list:
-        """The values, those in the arena read before any is written over: into one buffer of their
-        words (`pinned_words`), which XLA neither repeats in each write that uses it nor fuses into one.
-        A read of its own would be fused into its one write, after the writes before it have
-        changed the arena, and XLA would copy the arena to keep the bytes it reads."""
-        inside = [k for k, v in enumerate(values) if isinstance(v, At | Either)]
-        if len(inside) < 2:
-            return [self.read(v, layout) for v, layout in zip(values, layouts)]
-        read = list(values)
-        for k, loaded in zip(inside, self.read_together([values[k].offset for k in inside], [layouts[k] for k in inside])):
-            read[k] = loaded if isinstance(values[k], At) else chosen(values[k], loaded)
-        return read
+        self.arena.bytes, self.arena.copied, self.wrong_rounds, self.arena.base = values
 
     def encode(self, value, kind: Kind, layout: Layout, owner: Operation, position: int, carried=None):
         """`value` as a loop or branch carries it (`kind`); raises `Widen` where it cannot be. A value
@@ -306,7 +136,7 @@ class CompiledFunctions(ArenaFunctions):
         the arena and the results on to the next.
 
         `base` is then made of every result of each conditional (`read_all`), and on the CPU,
-        after the last, it is read into a value of its own (`pin`): XLA would compute its chain of
+        after the last, it is read into a value of its own (`TracedArena.pin`): XLA would compute its chain of
         selects again in each later read of the arena, every depth of the chain a distinct fusion
         to compile (the scanned transformer training step: 289 distinct fusions, 233 so); on a GPU
         that read would be a kernel launch of its own, in a loop every round. XLA drops the
@@ -329,14 +159,14 @@ class CompiledFunctions(ArenaFunctions):
                 self.threaded = state[0]
                 results = branch()
                 if not last_writes:
-                    self.touch()
+                    self.arena.touch()
                 # `base` and the index go on out of each branch where XLA cannot see them. Every later
                 # write waits for the branches (its offset counts from that `base`), which XLA would
                 # take off the arena where none writes it: a read of the arena that no later write
                 # depends on (here the index, read where it lies, in each conditional's test as XLA
                 # repeats a cheap read in each user) makes XLA copy the arena to keep the bytes it reads
-                unseen = self.base == UNSEEN
-                self.base = hidden(self.base, unseen)
+                unseen = self.arena.base == UNSEEN
+                self.arena.base = hidden(self.arena.base, unseen)
                 return self.threaded, self.encode_all(owner, results, kinds, layouts), hidden(state[2], unseen)
 
             return run
@@ -355,11 +185,11 @@ class CompiledFunctions(ArenaFunctions):
                     self.threaded, results, handed = conditional(state)
                     bound += 1
                     # every result read, so that XLA keeps the conditional as it is (see above)
-                    self.base = read_all([*jax.tree.leaves(results), handed], self.base)
+                    self.arena.base = read_all([*jax.tree.leaves(results), handed], self.arena.base)
                     state = (self.threaded, results, handed)
                 self.threaded, results, _ = state
                 if jax.default_backend() == "cpu":
-                    self.base = self.pin(self.base[None])[0]
+                    self.arena.base = self.arena.pin(self.arena.base[None])[0]
                 return results
             except Widen as found:
                 self.learn(owner, found, kinds)
@@ -367,35 +197,38 @@ class CompiledFunctions(ArenaFunctions):
                     raise Retrace() from found
                 self.threaded = start
 
-    def where(self, place):
-        """As the interpreter's, with a toggle ring's further free slot (`#mem.next<k, n>`) chosen
-        from where the carried values are, traced."""
-        if isinstance(place, NextAttr) and place.nth.data:
+    def where(self, place: Place | None):
+        """The offset of a place in the round being run (None: outside the arena): a slot's, the next
+        round's view of a carried position, or a toggle ring's further free slot (`#mem.next<k, n>`),
+        chosen from where the carried values are, traced."""
+        if isinstance(place, NextAttr):
             k = place.position.data
-            ring = self._rings[k]
-            return ring.toggle(self._state[k], *(self._state[j] for j in ring.held), nth=place.nth.data)
-        return super().where(place)
+            if place.nth.data:
+                ring = self._rings[k]
+                return ring.toggle(self._state[k], *(self._state[j] for j in ring.held), nth=place.nth.data)
+            return self._next[k]
+        return None if place is None else place.offset.data
 
     # -- ops ------------------------------------------------------------------------------------
 
     @impl_callable(jx.FuncOp)
     def call_func(self, interpreter: Interpreter, op: jx.FuncOp, args: PythonValues) -> PythonValues:
-        self.bytes, args = args[0], args[1:]
+        self.arena.bytes, args = args[0], args[1:]
         # host constants until an op counts a copy or checks a round: then traced (`CompiledRun.interpret`)
-        self.copied, self.wrong_rounds = (np.uint32(0), np.uint32(0)), np.bool_(False)
+        self.arena.copied, self.wrong_rounds = (np.uint32(0), np.uint32(0)), np.bool_(False)
         self.one_kernel_calls = 0
         self._next, self._rings = (), ()
-        results = JxFunctions.call_func(self, interpreter, op, args)
+        results = super().call_func(interpreter, op, args)
         outputs = op.body.block.last_op.operands
-        return tuple(self.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
+        return tuple(self.arena.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
 
     def arguments(self, op: jx.FuncOp, args: PythonValues) -> PythonValues:
         """Donated arguments (`mem.args`) are written at their slots as the kernel starts; the kernel
         donates them to XLA, which may free them or give their memory to an output."""
-        args = JxFunctions.arguments(self, op, args)
+        args = super().arguments(op, args)
         donated = donated_slots(op)
         return replace(args, list(donated), [
-            self.write(args[k], layout_of(op.body.block.args[k].type), offset) for k, offset in donated.items()
+            self.arena.write(args[k], layout_of(op.body.block.args[k].type), offset) for k, offset in donated.items()
         ])
 
     def apply(self, op: jx.PrimOp | jx.FusedOp, args: PythonValues) -> PythonValues:
@@ -421,14 +254,14 @@ class CompiledFunctions(ArenaFunctions):
         # (its offset counts from a `base` made of them) for a callback's operands, or for the
         # results, each computed once into a buffer of its own (`kept_outside`)
         unwritten = all(p is None for p in places) and any(isinstance(v, At | Either) for v in args)
-        operands = self.read_operands(args, layout.inputs, fenced, pinned=effect or sum(p is not None for p in places) > 1)
+        operands = self.arena.read_operands(args, layout.inputs, fenced, pinned=effect or sum(p is not None for p in places) > 1)
         if effect:
-            self.base = read_all(operands, self.base)
+            self.arena.base = read_all(operands, self.arena.base)
         results = binding.bind(*operands)
         if unwritten and not effect:
             results = self.kept_outside(op, results, layout.outputs)
         outside = not any(isinstance(v, At | Either) for v in args)
-        return tuple(r if p is None else self.write(r, out, p, spread=outside or spreads(op, k))
+        return tuple(r if p is None else self.arena.write(r, out, p, spread=outside or spreads(op, k))
                      for k, (r, p, out) in enumerate(zip(results, places, layout.outputs)))
 
     def kept_outside(self, op: jx.PrimOp | jx.FusedOp, results: Sequence[Any], layouts: Sequence[Layout]) -> tuple:
@@ -438,8 +271,8 @@ class CompiledFunctions(ArenaFunctions):
         it goes, where it would compute a cheap result again inside each of its users, after later
         writes (pinning the operands instead holds a copy of each until the op runs)."""
         if not (isinstance(op, jx.PrimOp) and op.primitive.data in PRODUCTS):
-            results = tuple(self.pin_value(r, out) for r, out in zip(results, layouts))
-        self.base = read_all(results, self.base)
+            results = tuple(self.arena.pin_value(r, out) for r, out in zip(results, layouts))
+        self.arena.base = read_all(results, self.arena.base)
         return tuple(results)
 
     def window(self, op: Operation, args: PythonValues, places: Sequence[Any], layout) -> tuple | None:
@@ -450,7 +283,7 @@ class CompiledFunctions(ArenaFunctions):
         if not (isinstance(op, jx.PrimOp) and op.primitive.data in WINDOWED and isinstance(args[0], At)):
             return None
         whole, source = layout.inputs[0], args[0].offset
-        width, element = self.word.itemsize, whole.stored_dtype.itemsize
+        width, element = self.arena.word.itemsize, whole.stored_dtype.itemsize
         if whole.key_impl is not None or whole.dtype.kind == "c" or element % width:
             return None
         reads = op.primitive.data == "dynamic_slice"
@@ -466,19 +299,19 @@ class CompiledFunctions(ArenaFunctions):
                 if jax.default_backend() != "cpu":
                     return None  # see `relocate`
                 self.relocate(source, places[0], whole)
-        operands = self.read_operands(args[1:], layout.inputs[1:], False, False)
-        start = plus(self.base, over(source if reads else places[0], width))
+        operands = self.arena.read_operands(args[1:], layout.inputs[1:], False, False)
+        start = plus(self.arena.base, over(source if reads else places[0], width))
         if (within := window_start(whole.shape, sizes, operands[-len(sizes):])) is not None:
             start = lax.add(start, lax.mul(within, np.int32(element // width)))
         if reads:
-            words = _slice(self.bytes, start, nbytes // width)
+            words = slice_words(self.arena.bytes, start, nbytes // width)
             if places[0] is None:  # kept outside: later writes wait for the read, as in `apply`
-                words = self.pin(words)
-                self.base = read_all([words], self.base)
+                words = self.arena.pin(words)
+                self.arena.base = read_all([words], self.arena.base)
             value = from_words(words, window)
-            return (value if places[0] is None else self.write(value, window, places[0], moved=True),)
+            return (value if places[0] is None else self.arena.write(value, window, places[0], moved=True),)
         moved = isinstance(args[1], At | Either)
-        self.put(to_words(operands[0], window, self.word), start, spread=not moved, moved=moved)
+        self.arena.put(to_words(operands[0], window, self.arena.word), start, spread=not moved, moved=moved)
         return (At(places[0]),)
 
     def relocate(self, source, place, layout: Layout) -> None:
@@ -488,10 +321,10 @@ class CompiledFunctions(ArenaFunctions):
         with its offsets computed outside the branches, made XLA copy the arena). On the CPU only:
         XLA's GPU runtime reads a conditional's predicate back to the host to choose the branch, a
         round trip each round that costs more than the device's copy of the value."""
-        width = self.word.itemsize
+        width = self.arena.word.itemsize
 
         def copy() -> tuple:
-            self.put(self.words(source, layout.nbytes), plus(self.base, over(place, width)), spread=False, moved=True)
+            self.arena.put(self.arena.words(source, layout.nbytes), plus(self.arena.base, over(place, width)), spread=False, moved=True)
             return ()
 
         self.switch(None, lax.convert_element_type(source != place, jnp.int32), [lambda: (), copy], [], [], last_writes=True)
@@ -499,7 +332,7 @@ class CompiledFunctions(ArenaFunctions):
     @impl(jx.CaseOp)
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
         layout = self.layout(op)
-        index = lax.convert_element_type(self.read(args[0], layout.inputs[0]), jnp.int32)
+        index = lax.convert_element_type(self.arena.read(args[0], layout.inputs[0]), jnp.int32)
         phis = op.attributes.get("mem.phi")
         views = [tuple(p.get_values()) for p in phis.data] if phis is not None else [()] * len(op.results)
         places = [self.where(p) for p in layout.places]
@@ -509,12 +342,12 @@ class CompiledFunctions(ArenaFunctions):
                 block = op.branches[k].block
                 yielded = self.run_block(interpreter, block, ())
                 moved = [j for j, place in enumerate(places) if place is not None and k not in views[j]]
-                results = replace(yielded, moved, self.move(
+                results = replace(yielded, moved, self.arena.move(
                     [yielded[j] for j in moved], [layout.outputs[j] for j in moved], [places[j] for j in moved]
                 ))
                 results = replace(results, *twice(block, views, k, results))
                 return tuple(
-                    self.copy_out(v, out) if place is None and k not in phi else v
+                    self.arena.copy_out(v, out) if place is None and k not in phi else v
                     for v, place, phi, out in zip(results, places, views, layout.outputs)
                 )
 
@@ -525,7 +358,7 @@ class CompiledFunctions(ArenaFunctions):
 
     @impl(jx.WhileOp)
     def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
-        if self.small_loops and not self._in_one_kernel and self.small(op):
+        if self.small_loops and not self.arena.in_one_kernel and self.small(op):
             return self.one_kernel(lambda: self.loop(interpreter, op, args))
         return self.loop(interpreter, op, args)
 
@@ -539,13 +372,13 @@ class CompiledFunctions(ArenaFunctions):
         on `base` (XLA cannot see its value), and the call reads every parameter (`read_all`).
         Where that `select` would copy more than `HIDDEN_BYTES`, the loop runs as its ops' kernels."""
         def call(threaded):
-            self.threaded, self._in_one_kernel = threaded, True
+            self.threaded, self.arena.in_one_kernel = threaded, True
             try:
                 return run(), self.threaded
             finally:
-                self._in_one_kernel = False
+                self.arena.in_one_kernel = False
 
-        start, unseen = jax.tree.leaves(self.threaded), self.base == UNSEEN  # False, where XLA cannot see it
+        start, unseen = jax.tree.leaves(self.threaded), self.arena.base == UNSEEN  # False, where XLA cannot see it
         traced, shape = jax.make_jaxpr(call, return_shape=True)(self.threaded)
         # the program's float scalars are constants of the call, which XLA folds into its one kernel:
         # each taken through a `select` would be a fusion of its own outside the call, distinct by
@@ -616,7 +449,7 @@ class CompiledFunctions(ArenaFunctions):
         def body(carry):
             self.threaded, round_, before, state = carry
             state = at_settled(state)
-            self.base = self.base & round_  # still 0, but no longer the same in every round
+            self.arena.base = self.arena.base & round_  # still 0, but no longer the same in every round
             following = self.step(interpreter, op, rings, args, layouts, round_, state)
             constant = {k: v.offset for k, (v, first) in enumerate(zip(following, start_state)) if k not in settled and k not in unsettled
                         and isinstance(v, At) and isinstance(first, At) and same(first.offset, v.offset)}
@@ -691,7 +524,7 @@ class CompiledFunctions(ArenaFunctions):
             elif len(firsts) > 1:  # init operands first, for as many rounds as they are
                 value = self.pick([*firsts, value], lax.min(round_, np.int32(len(firsts))), layout)
             if ring.outside and isinstance(value, At | Either):
-                value = self.copy_out(value, layout)  # kept outside the arena
+                value = self.arena.copy_out(value, layout)  # kept outside the arena
             state.append(value)
         return tuple(state)
 
@@ -710,7 +543,7 @@ class CompiledFunctions(ArenaFunctions):
     def test(self, interpreter: Interpreter, op: jx.WhileOp, state: tuple) -> jax.Array:
         """The loop's condition on `state`, as a traced bool."""
         value = self.run_block(interpreter, op.cond.block, state)[0]
-        return jnp.asarray(self.read(value, layout_of(op.cond.block.last_op.operands[0].type)), jnp.bool_)
+        return jnp.asarray(self.arena.read(value, layout_of(op.cond.block.last_op.operands[0].type)), jnp.bool_)
 
     def step(self, interpreter: Interpreter, op: jx.WhileOp, rings, inits, layouts, round_, state) -> tuple:
         """Run the body in (traced) round `round_`; where each value is in the next round."""
@@ -724,7 +557,7 @@ class CompiledFunctions(ArenaFunctions):
             due = {k: reads_ring(rings[k], round_ + 1) for k in ring}
             now = [k for k in ring if due[k] is True]
             # values due in their slots move together, every source read before any is written over
-            carried = replace(yielded, now, self.move(
+            carried = replace(yielded, now, self.arena.move(
                 [yielded[k] for k in now], [layouts[k] for k in now], [self._next[k] for k in now]
             ))
             later = [k for k in ring if due[k] is not True]
@@ -739,16 +572,12 @@ class CompiledFunctions(ArenaFunctions):
         if isinstance(value, At) and same(value.offset, offset):
             return value
         if isinstance(due, bool):
-            return self.move([value], [layout], [offset])[0]
+            return self.arena.move([value], [layout], [offset])[0]
         # rounds that still read init operands read no slot: the value is not moved then
         return self.switch(None, lax.convert_element_type(due, jnp.int32),
-                           [lambda: (value,), lambda: self.move([value], [layout], [offset])], [layout], [Kind.EITHER],
+                           [lambda: (value,), lambda: self.arena.move([value], [layout], [offset])], [layout], [Kind.EITHER],
                            last_writes=True)[0]
 
 
 WINDOWED = frozenset({"dynamic_slice", "dynamic_update_slice"})
 """Primitives that read or write a window of a value in the arena (`CompiledFunctions.window`)."""
-
-
-def _slice(arena: jax.Array, start, count: int) -> jax.Array:
-    return lax.dynamic_slice(arena, (start,), (count,), allow_negative_indices=False)

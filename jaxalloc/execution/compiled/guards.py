@@ -62,7 +62,7 @@ def pinned_as_is(x: jax.Array, base: jax.Array) -> jax.Array:
     identity = lax.convert_element_type(base, dtype)
     if floating:
         identity = lax.sub(identity, np.array(np.inf, dtype))
-    if math.prod(jnp.shape(x)) == 1:  # with the identity beside it, as `CompiledFunctions.pin` does
+    if math.prod(jnp.shape(x)) == 1:  # with the identity beside it, as `TracedArena.pin` does
         pair = pinned_as_is(jnp.concatenate([jnp.ravel(x), identity[None]]), base)
         return pair[:1].reshape(jnp.shape(x))
     stacked = jnp.stack([x, jnp.broadcast_to(identity, jnp.shape(x))], axis=-1)
@@ -146,7 +146,7 @@ def spreads(op: Operation, position: int) -> bool:
 
 
 PINNED_WRITE_WORDS = 8
-"""Writes of at most this many words are pinned (`CompiledFunctions.put`), but in a loop compiled into one
+"""Writes of at most this many words are pinned (`TracedArena.put`), but in a loop compiled into one
 kernel: XLA's simplifier may find such a value to be a constant (`x ^ x` is 0), a write cheap enough
 to repeat inside a later read, which then reads the arena before the write and makes XLA copy it.
 Reading a few words costs little beside the write's own kernel; in one kernel it would slow every
@@ -165,7 +165,7 @@ read behind a barrier (`arena.read_bytes`). Tested by `test_no_write_makes_xla_c
 
 
 GROUPED_READ_BYTES = 1024
-"""Operands of at most this size are read together (`CompiledFunctions.read_operands`), one pinned buffer
+"""Operands of at most this size are read together (`TracedArena.read_operands`), one pinned buffer
 of their words that XLA cannot merge with an index of the op's own either: for them a kernel costs
 more than copying their bytes, where a larger operand is read where it lies (XLA hands a slice of
 the arena to a matrix product without a copy). Tested by `test_no_write_makes_xla_copy_the_arena`

@@ -70,8 +70,8 @@ class CompiledRun:
         self.out_avals = tuple(out_avals)
         self.module, self.func_name = module, func_name
         granule = _granule(module, arena_bytes)
-        self.word = functions.word = WORDS[min(granule, 4)]
-        functions.paddable = granule >= 2 * self.word.itemsize
+        self.word = functions.arena.word = WORDS[min(granule, 4)]
+        functions.arena.paddable = granule >= 2 * self.word.itemsize
         functions.small_loops = small_loops and jax.default_backend() == "cpu"
         self._arena: jax.Array | None = None
         self._base: jax.Array | None = None
@@ -86,17 +86,17 @@ class CompiledRun:
     def interpret(self, arena, base, *args):
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
         functions = self.functions
-        functions.bytes, functions.base = arena, base
+        functions.arena.bytes, functions.arena.base = arena, base
         interpreter = make_interpreter(self.module, functions)
         outputs = interpreter.call_op(self.func_name, (arena, *args))
         if self.out_avals:
             outputs = tuple(map(with_weak_type, outputs, self.out_avals))
-        status = (*functions.copied, functions.wrong_rounds)
+        status = (*functions.arena.copied, functions.wrong_rounds)
         if not any(isinstance(s, jax.core.Tracer) for s in status):
             # known as it is traced: a constant output would be a kernel XLA compiles of its own
             self._status = np.array(status, np.int32)
-            return functions.bytes, None, outputs
-        return functions.bytes, jnp.stack([jnp.asarray(s, jnp.int32) for s in status]), outputs
+            return functions.arena.bytes, None, outputs
+        return functions.arena.bytes, jnp.stack([jnp.asarray(s, jnp.int32) for s in status]), outputs
 
     def build(self, args: Sequence[Any]) -> None:
         """The kernel for `args`: the module interpreted once, then its offsets made arguments
