@@ -72,7 +72,7 @@ def draw_plan(
     outlined = n <= OUTLINE_LIMIT
     axes.add_collection(
         PolyCollection(
-            verts,
+            list(verts),
             facecolors=matplotlib.colormaps["tab20"](np.arange(n) % 20),
             edgecolors="black" if outlined else "none",
             linewidths=(0.6 if few else 0.25) if outlined else 0.0,
