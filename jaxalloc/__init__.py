@@ -11,6 +11,7 @@ _HOMES = {
     "Plan": "jaxalloc.planning.plan",
     "PlanViolation": "jaxalloc.errors",
     "Planned": "jaxalloc.api",
+    "PlannedOptions": "jaxalloc.api",
     "RunStats": "jaxalloc.api",
     "TraceFormatError": "jaxalloc.errors",
     "UnsupportedProgramError": "jaxalloc.errors",

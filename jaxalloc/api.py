@@ -1,7 +1,8 @@
 """`jaxalloc.planned`: the user's entry point, shaped like `jax.jit`.
 
 Like `jax.jit`, a planned function traces once per input signature (pytree structure,
-shapes, dtypes, weak types) and caches what it built for that signature.
+shapes, dtypes, weak types) and caches what it built for that signature. Its options are checked
+once, into a `PlannedOptions`; its mode is a `ModeRunner`, which says which plan it runs and runs it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import numpy as np
@@ -41,8 +42,6 @@ from jaxalloc import planned_call
 from jaxalloc.planned_call import DEFAULT_PASSES, Options
 from jaxalloc.planning.plan import Plan, make_plan
 
-MODES = ("arena", "compiled", "eager", "checked")
-
 PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass, "jx-schedule": SchedulePass}
 """The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
 
@@ -65,6 +64,89 @@ _DATA_DEPENDENT = (
     jax.errors.TracerBoolConversionError,
     jax.errors.TracerIntegerConversionError,
 )
+
+
+@dataclass(frozen=True)
+class PlannedOptions(Options):
+    """Every option of `planned`, checked once, as it is made: a bad one is a one-line error naming
+    it. The static and donated arguments are as `jax.jit` takes them until `for_function` completes
+    them from the function's signature (numbers from names and back), as tuples."""
+
+    static_argnums: int | Sequence[int] | None = None
+    static_argnames: str | Iterable[str] | None = None
+    donate_argnums: int | Sequence[int] | None = None
+    donate_argnames: str | Iterable[str] | None = None
+    measure_memory: bool = False
+    keep_arena: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in RUNNERS:
+            raise ValueError(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        passes = (self.passes,) if isinstance(self.passes, str) else tuple(self.passes)
+        for name in passes:
+            if name not in PASSES:
+                raise ValueError(f"unknown pass {name!r}; choose from {', '.join(PASSES)}")
+        get_allocator(self.allocator)
+        for flag in ("measure_memory", "keep_arena"):
+            if not isinstance(getattr(self, flag), bool):
+                raise JaxallocError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        checked = dict(
+            passes=passes,
+            alignment=check_alignment(self.alignment),
+            static_argnums=_numbers("static_argnums", self.static_argnums),
+            static_argnames=_names("static_argnames", self.static_argnames),
+            donate_argnums=_numbers("donate_argnums", self.donate_argnums),
+            donate_argnames=_names("donate_argnames", self.donate_argnames),
+        )
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    def for_function(self, fun: Callable) -> PlannedOptions:
+        """These options with the static and donated arguments completed from `fun`'s signature, as
+        `jax.jit` completes them; one that does not fit it is a one-line `JaxallocError`."""
+        name = getattr(fun, "__name__", "fun")
+        if both := set(self.static_argnums or ()) & set(self.donate_argnums or ()):
+            raise JaxallocError(
+                f"planned({name}): argument {min(both)} is both static and donated; a static argument is a Python "
+                "value, not an array, and cannot be donated"
+            )
+        try:
+            donate_argnums, donate_argnames, static_argnums, static_argnames = api_util.resolve_argnums(
+                fun, api_util.fun_signature(fun), self.donate_argnums, self.donate_argnames,
+                self.static_argnums, self.static_argnames,
+            )
+        except (TypeError, ValueError) as e:
+            words = first_line(e).split(": ", 1)[1].replace("Jitted function", name)
+            raise JaxallocError(f"planned({name}): {words}") from None
+        return dataclasses.replace(self, static_argnums=static_argnums, static_argnames=static_argnames,
+                                   donate_argnums=donate_argnums, donate_argnames=donate_argnames)
+
+    @property
+    def program_options(self) -> Options:
+        """What every program a transformation derives from the function shares (`planned_call`)."""
+        return Options(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Options)})
+
+
+def _numbers(option: str, value) -> tuple[int, ...] | None:
+    """An `*_argnums` option as a tuple (None stays None: `jax.jit` then completes it from the names)."""
+    if value is None:
+        return None
+    try:
+        return api_util._ensure_index_tuple(value)
+    except TypeError:
+        raise JaxallocError(f"{option} must be an int or a sequence of ints, got {value!r}") from None
+
+
+def _names(option: str, value) -> tuple[str, ...] | None:
+    """An `*_argnames` option as a tuple (None stays None: `jax.jit` then completes it from the numbers)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return (value,)
+    names = tuple(value) if isinstance(value, Iterable) else ()
+    if not isinstance(value, Iterable) or not all(isinstance(n, str) for n in names):
+        raise JaxallocError(f"{option} must be a str or a sequence of strs, got {value!r}")
+    return names
 
 
 @dataclass(frozen=True)
@@ -167,6 +249,24 @@ class _OpCounter:
         pass
 
 
+@dataclass(frozen=True)
+class PlanOptions:
+    """Which values a plan leaves outside the arena (`make_plan`'s options)."""
+
+    include_outputs: bool = False
+    loop_outputs_inside: bool = False
+    products_outside: bool = False
+
+
+KERNEL_PLAN = PlanOptions(loop_outputs_inside=True, products_outside=True)
+"""The plan the compiled kernel runs: the outputs outside the arena, where the caller receives them,
+but those loops and branches compute, which each round updates where they lie; the values of matrix
+products and convolutions in XLA's own buffers, where XLA computes such ops anyway (`plan_function`)."""
+
+WITH_OUTPUTS = PlanOptions(include_outputs=True)
+"""Every output in the arena too: the plan that compares with XLA's `temp + output - alias`."""
+
+
 @dataclass
 class _Traced:
     """What one input signature traced to, its plans, and what runs them."""
@@ -176,10 +276,11 @@ class _Traced:
     converted: Converted
     schedules: Schedules = field(default_factory=Schedules)
     plans: dict[tuple[str, int], tuple[Plan, Schedules, dict]] = field(default_factory=dict)
-    """Per (allocator, alignment): the plan, and the schedules and op layouts every run of it shares."""
+    """Per (allocator, alignment): the plan the op-by-op modes run, and the schedules and op layouts
+    every run of it shares."""
     kernels: dict[tuple[tuple[str, int], bool, bool], CompiledRun] = field(default_factory=dict)
     """Per (allocator, alignment), whether inline in an enclosing computation and whether it keeps
-    its arena between calls: the plan compiled into one kernel (`mode="compiled"`)."""
+    its arena between calls: the plan compiled into one kernel (`CompiledRunner`)."""
     donated: tuple[int, ...] = ()
     """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
     deleted: tuple[int, ...] = ()
@@ -189,49 +290,24 @@ class _Traced:
     closed_over: tuple = ()
     """Values of an enclosing trace the function closes over: JAX makes them the program's first
     arguments."""
-    made: dict[tuple, Plan] = field(default_factory=dict)
-    """The plans made so far, per (allocator, alignment) and `make_plan`'s options (`plan`)."""
+    made: dict[tuple[tuple[str, int], PlanOptions], Plan] = field(default_factory=dict)
+    """The plans made so far, per (allocator, alignment) and `PlanOptions` (`plan`)."""
 
-    def plan(self, key: tuple[str, int], include_outputs: bool = False, loop_outputs_inside: bool = False,
-             products_outside: bool = False) -> Plan:
-        """The plan for `key` with `make_plan`'s options, made once."""
-        variant = (key, include_outputs, loop_outputs_inside and not include_outputs, products_outside)
-        if variant not in self.made:
+    def plan(self, key: tuple[str, int], options: PlanOptions) -> Plan:
+        """The plan for `key` (allocator, alignment) with these options, made once."""
+        if (key, options) not in self.made:
             with self.phases.timed("plan"):
-                self.made[variant] = make_plan(self.converted.module, *key, include_outputs,
-                                               loop_outputs_inside=variant[2], products_outside=products_outside,
-                                               donated=self.donated)
-        return self.made[variant]
+                self.made[key, options] = make_plan(self.converted.module, *key, **dataclasses.asdict(options),
+                                                    donated=self.donated)
+        return self.made[key, options]
 
-    def kernel_plan(self, key: tuple[str, int]) -> Plan:
-        """The plan the compiled kernel runs: the outputs outside the arena, but those loops and
-        branches compute, which each round updates in it; the values of matrix products and
-        convolutions in XLA's own buffers, where XLA computes such ops anyway (`plan_function`)."""
-        return self.plan(key, loop_outputs_inside=True, products_outside=True)
-
-    def run(self, flat_args, planned: Planned, listeners) -> tuple[PythonValues, int, int]:
-        """Interpret the module on flat arguments, in the arena or eagerly; returns the outputs, the
-        arena's size and the bytes copied."""
-        if planned.mode == "eager":
-            functions = JxFunctions(self.converted.table, self.schedules)
-            module, arena_bytes = self.converted.module, 0
-        else:
-            key = (planned.allocator, planned.alignment)
-            if planned.mode == "compiled":
-                return self.run_compiled(key, flat_args, planned.keep_arena)
-            if key not in self.plans:
-                self.plans[key] = (self.plan(key), Schedules(), {})
-            plan, schedules, layouts = self.plans[key]
-            run_in = CheckedFunctions if planned.mode == "checked" else ArenaFunctions
-            functions = run_in(self.converted.table, schedules, layouts=layouts)
-            module, arena_bytes = plan.module, plan.arena_bytes
-
+    def interpret(self, module: ModuleOp, functions: JxFunctions, flat_args, listeners) -> PythonValues:
+        """The outputs of `module` run op by op on flat arguments with `functions`."""
         interpreter = make_interpreter(module, functions, listeners)
         outputs = interpreter.call_op(self.converted.func.sym_name.data, tuple(flat_args))
-        copied = functions.copied_bytes if isinstance(functions, ArenaFunctions) else 0
         outputs = tuple(map(with_weak_type, outputs, self.closed_jaxpr.out_avals))
         self.delete_donated(flat_args, outputs)
-        return outputs, arena_bytes, copied
+        return outputs
 
     def delete_donated(self, flat_args, outputs) -> None:
         """The donated arrays `jax.jit` deletes, deleted, but one returned as it is (the caller's result)."""
@@ -239,32 +315,145 @@ class _Traced:
             if not any(o is flat_args[k] for o in outputs):
                 delete(flat_args[k])
 
-    def compiled(self, key: tuple[str, int], inline: bool = False, keep_arena: bool = False) -> CompiledRun:
-        """The kernel of the plan for `key` (`kernel_plan`), built on first use. A kernel `inline` in an
-        enclosing computation runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop
-        into one kernel (`one_kernel`) inside a computation that is not the kernel's own."""
-        variant = (key, inline, keep_arena and not inline)
-        if variant not in self.kernels:
-            plan = self.kernel_plan(key)
-            with self.phases.timed("plan"):
-                functions = CompiledFunctions(self.converted.table, Schedules(), layouts={})
-                self.kernels[variant] = CompiledRun(
-                    plan.module, self.converted.func.sym_name.data, plan.arena_bytes, functions, self.deleted,
-                    self.closed_jaxpr.out_avals, small_loops=not inline, keep_arena=variant[2],
-                )
-        return self.kernels[variant]
 
-    def run_compiled(self, key: tuple[str, int], flat_args, keep_arena: bool) -> tuple[PythonValues, int, int]:
-        variant = (key, False, keep_arena)
-        first = variant not in self.kernels or self.kernels[variant].kernel is None  # plan, trace, compile
+class _Ran(NamedTuple):
+    """What one run of a mode gives back, for `RunStats`."""
+
+    outputs: PythonValues
+    arena_bytes: int = 0
+    copied_bytes: int = 0
+    held_bytes: int = 0
+
+
+class ModeRunner:
+    """How a planned function runs in one mode, and which plan it runs (`planned(f, mode=...)`).
+
+    Every mode with an arena runs the compiled kernel's plan (`KERNEL_PLAN`), so the sanitizer
+    checks the very plan compiled calls run; the op-by-op runs hold the values it leaves outside the
+    arena as plain arrays."""
+
+    mode: ClassVar[str]
+    plan_options: ClassVar[PlanOptions] = KERNEL_PLAN
+    """The plan this mode runs: what `Planned.plan()` gives."""
+
+    def __init__(self, options: PlannedOptions):
+        self.options = options
+        self.key = (options.allocator, options.alignment)
+
+    def plan(self, traced: _Traced, include_outputs: bool = False) -> Plan:
+        """The plan this mode runs; with `include_outputs`, the plan of every output in the arena too."""
+        return traced.plan(self.key, WITH_OUTPUTS if include_outputs else self.plan_options)
+
+    def run(self, traced: _Traced, flat_args, listeners) -> _Ran:
+        """Run on concrete flat arguments; `listeners` hear of every op interpreted."""
+        raise NotImplementedError
+
+    def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> int | None:
+        """After a run with `measure_memory=True`: the bytes of a kernel's own temp memory, where there
+        is a kernel (the op-by-op runs sampled after every op)."""
+        return None
+
+    def inline(self, program: _Program, flat_args) -> Sequence:
+        """The outputs traced inside an enclosing computation (under `jax.jit`, in a loop's body)."""
+        raise NotImplementedError
+
+
+class EagerRunner(ModeRunner):
+    """`mode="eager"`: the jx module on plain jax arrays, no arena: a reference run, and the way out
+    where the checker gives up on a plan. It runs no plan; `Planned.plan()` gives the compiled one."""
+
+    mode = "eager"
+
+    def run(self, traced: _Traced, flat_args, listeners) -> _Ran:
+        functions = JxFunctions(traced.converted.table, traced.schedules)
+        return _Ran(traced.interpret(traced.converted.module, functions, flat_args, listeners))
+
+    def inline(self, program: _Program, flat_args) -> Sequence:
+        return core.jaxpr_as_fun(program.jaxpr)(*flat_args)
+
+
+class ArenaRunner(ModeRunner):
+    """`mode="arena"`: the plan run op by op from Python, each op a jitted kernel that reads its
+    operands out of a `uint8` arena and writes its results back, so every op's effect on the arena
+    can be seen; inside an enclosing computation, a host callback."""
+
+    mode = "arena"
+    functions: ClassVar[type[ArenaFunctions]] = ArenaFunctions
+
+    def run(self, traced: _Traced, flat_args, listeners) -> _Ran:
+        if self.key not in traced.plans:
+            traced.plans[self.key] = (self.plan(traced), Schedules(), {})
+        plan, schedules, layouts = traced.plans[self.key]
+        functions = self.functions(traced.converted.table, schedules, layouts=layouts)
+        outputs = traced.interpret(plan.module, functions, flat_args, listeners)
+        return _Ran(outputs, plan.arena_bytes, functions.copied_bytes)
+
+    def inline(self, program: _Program, flat_args) -> Sequence:
+        return planned_call.host_callback(program.run, program.jaxpr)(*flat_args)
+
+
+class CheckedRunner(ArenaRunner):
+    """`mode="checked"`: the op-by-op arena with shadow memory: every read checks that its bytes still
+    belong to the value it expects, else `jaxalloc.PlanViolation` (`checks/sanitizer.py`)."""
+
+    mode = "checked"
+    functions = CheckedFunctions
+
+
+class CompiledRunner(ModeRunner):
+    """`mode="compiled"`, the default: the plan as one jitted kernel, loops and branches included,
+    every value read and written at its planned offset (`jaxalloc.execution.compiled`)."""
+
+    mode = "compiled"
+
+    def kernel(self, traced: _Traced, inline: bool = False) -> CompiledRun:
+        """The kernel of the plan, built on first use. A kernel `inline` in an enclosing computation
+        runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop into one kernel
+        (`one_kernel`) inside a computation that is not the kernel's own."""
+        variant = self._variant(inline)
+        if variant not in traced.kernels:
+            plan = self.plan(traced)
+            with traced.phases.timed("plan"):
+                functions = CompiledFunctions(traced.converted.table, Schedules(), layouts={})
+                traced.kernels[variant] = CompiledRun(
+                    plan.module, traced.converted.func.sym_name.data, plan.arena_bytes, functions, traced.deleted,
+                    traced.closed_jaxpr.out_avals, small_loops=not inline, keep_arena=variant[2],
+                )
+        return traced.kernels[variant]
+
+    def _variant(self, inline: bool) -> tuple[tuple[str, int], bool, bool]:
+        return self.key, inline, self.options.keep_arena and not inline
+
+    def run(self, traced: _Traced, flat_args, listeners) -> _Ran:
+        found = traced.kernels.get(self._variant(False))
+        first = found is None or found.kernel is None  # to plan, trace and compile
         with _collector_paused() if first else contextlib.nullcontext():
-            kernel = self.compiled(key, keep_arena=keep_arena)
-            with self.phases.kernel() if first else contextlib.nullcontext():
+            kernel = self.kernel(traced)
+            with traced.phases.kernel() if first else contextlib.nullcontext():
                 outputs, copied, wrong_rounds = kernel(flat_args)
-        self.delete_donated(flat_args, outputs)  # those XLA could not give to an output
+        traced.delete_donated(flat_args, outputs)  # those XLA could not give to an output
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
-        return outputs, kernel.arena_bytes, copied
+        held = kernel.arena_bytes if self.options.keep_arena else 0
+        return _Ran(outputs, kernel.arena_bytes, copied, held)
+
+    def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> int | None:
+        sampler.take()  # no op to sample after: the one kernel has run
+        return self.kernel(traced).temp_bytes(flat_args)
+
+    def inline(self, program: _Program, flat_args) -> Sequence:
+        return self.kernel(program.traced, inline=True).inline(flat_args)
+
+
+RUNNERS: dict[str, type[ModeRunner]] = {r.mode: r for r in (CompiledRunner, ArenaRunner, CheckedRunner, EagerRunner)}
+"""The runner of each mode, by name."""
+
+MODES = tuple(RUNNERS)
+
+
+def runner_for(options: PlannedOptions) -> ModeRunner:
+    """The runner of `options.mode`, which plans with their allocator and alignment."""
+    return RUNNERS[options.mode](options)
 
 
 @contextlib.contextmanager
@@ -335,35 +524,6 @@ class _Statics:
         return bound
 
 
-def _donation(fun: Callable, argnums, argnames, static_argnums: tuple[int, ...], static_argnames: tuple[str, ...]):
-    """The donated arguments by position and by name, completed from the signature as `jax.jit`
-    does; a bad value is a one-line `JaxallocError` naming it."""
-    if argnums is None and argnames is None:
-        return (), ()
-    name = getattr(fun, "__name__", "fun")
-    try:
-        numbers = () if argnums is None else api_util._ensure_index_tuple(argnums)
-    except TypeError:
-        raise JaxallocError(f"planned({name}): donate_argnums must be an int or a sequence of ints, got {argnums!r}") from None
-    if argnames is not None and not isinstance(argnames, str) and not (
-        isinstance(argnames, Iterable) and all(isinstance(n, str) for n in argnames)
-    ):
-        raise JaxallocError(f"planned({name}): donate_argnames must be a str or a sequence of strs, got {argnames!r}")
-    if both := set(numbers) & set(static_argnums):
-        raise JaxallocError(
-            f"planned({name}): argument {min(both)} is both static and donated; a static argument is a Python "
-            "value, not an array, and cannot be donated"
-        )
-    try:
-        numbers, names, *_ = api_util.resolve_argnums(
-            fun, api_util.fun_signature(fun), argnums, argnames, static_argnums, static_argnames
-        )
-    except (TypeError, ValueError) as e:
-        words = first_line(e).split(": ", 1)[1].replace("Jitted function", name)
-        raise JaxallocError(f"planned({name}): {words}") from None
-    return numbers, names
-
-
 def _needs_static(e: Exception) -> bool:
     """Whether tracing failed because a traced value had to be a concrete Python value."""
     return isinstance(e, _DATA_DEPENDENT) or "static_argnums" in str(e)
@@ -386,56 +546,31 @@ def _tracing_error(name: str, e: Exception) -> UnsupportedProgramError:
 
 
 class Planned:
-    """A function planned by jaxalloc; call it like the original function."""
+    """A function planned by jaxalloc (what `planned` returns); call it like the original function."""
 
-    def __init__(
-        self,
-        fun: Callable,
-        mode: str = "compiled",
-        allocator: str = "nnc",
-        alignment: int = 64,
-        measure_memory: bool = False,
-        static_argnums: int | Sequence[int] | None = None,
-        static_argnames: str | Iterable[str] | None = None,
-        passes: Sequence[str] = DEFAULT_PASSES,
-        donate_argnums: int | Sequence[int] | None = None,
-        donate_argnames: str | Iterable[str] | None = None,
-        keep_arena: bool = False,
-    ):
-        if mode not in MODES:
-            raise ValueError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-        passes = (passes,) if isinstance(passes, str) else tuple(passes)
-        for name in passes:
-            if name not in PASSES:
-                raise ValueError(f"unknown pass {name!r}; choose from {', '.join(PASSES)}")
-        self.passes = passes
-        get_allocator(allocator)
-        alignment = check_alignment(alignment)
+    def __init__(self, fun: Callable, options: PlannedOptions = PlannedOptions()):
         functools.update_wrapper(self, fun)
         self._fun = fun
-        self.mode, self.allocator, self.alignment, self.measure_memory = mode, allocator, alignment, measure_memory
-        self.keep_arena = keep_arena
-        self.options = Options(mode, allocator, alignment, passes)
-        *_, self.static_argnums, self.static_argnames = api_util.resolve_argnums(
-            fun, api_util.fun_signature(fun), None, None, static_argnums, static_argnames
-        )
-        self.donate_argnums, self.donate_argnames = _donation(
-            fun, donate_argnums, donate_argnames, self.static_argnums, self.static_argnames
-        )
+        self.options = options.for_function(fun)
+        self._runner = runner_for(self.options)
         self.last_run: RunStats | None = None
         self._cache: dict[Any, _Traced] = {}
         self._by_arrays: dict[Any, _Traced] = {}
         """The same traces, by the tree and types of calls of jax arrays alone (`_arrays_key`)."""
 
+    @property
+    def mode(self) -> str:
+        return self.options.mode
+
     def _split(self, args, kwargs) -> tuple[_Statics, tuple, dict]:
         """The call's static arguments, and its dynamic positional and keyword arguments."""
-        numbers = {i if i >= 0 else i + len(args) for i in self.static_argnums}
+        numbers = {i if i >= 0 else i + len(args) for i in self.options.static_argnums}
         statics = _Statics(
             tuple((i, a) for i, a in enumerate(args) if i in numbers),
-            tuple(sorted((k, v) for k, v in kwargs.items() if k in self.static_argnames)),
+            tuple(sorted((k, v) for k, v in kwargs.items() if k in self.options.static_argnames)),
         )
         dynamic = tuple(a for i, a in enumerate(args) if i not in numbers)
-        return statics, dynamic, {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return statics, dynamic, {k: v for k, v in kwargs.items() if k not in self.options.static_argnames}
 
     def _traced(self, args, kwargs) -> _Traced:
         """What this call's signature traced to."""
@@ -456,19 +591,19 @@ class Planned:
 
     def _donated(self, statics: _Statics, treedef) -> tuple[int, ...]:
         """The flat arguments donated: every leaf of an argument donated by position or by name."""
-        if not self.donate_argnums and not self.donate_argnames:
+        if not self.options.donate_argnums and not self.options.donate_argnames:
             return ()
         skeleton = jax.tree_util.tree_unflatten(treedef, [0] * treedef.num_leaves)
         static = {i for i, _ in statics.positional}
         given = len(skeleton[0]) + len(static)
         positions = [i for i in range(given) if i not in static]  # of the dynamic positional arguments
-        numbers = {i if i >= 0 else i + given for i in self.donate_argnums}
+        numbers = {i if i >= 0 else i + given for i in self.options.donate_argnums}
         if both := numbers & static:
             raise JaxallocError(f"argument {min(both)} is both static and donated; a static argument cannot be donated")
         return tuple(
             k for k, (path, _) in enumerate(jax.tree_util.tree_flatten_with_path(skeleton)[0])
             if (path[0].idx == 0 and positions[path[1].idx] in numbers)
-            or (path[0].idx == 1 and path[1].key in self.donate_argnames)
+            or (path[0].idx == 1 and path[1].key in self.options.donate_argnames)
         )
 
     def _trace(self, statics: _Statics, treedef, avals) -> _Traced:
@@ -478,7 +613,7 @@ class Planned:
         def fresh(*args, **kwargs):  # a new function: jax.jit(f) elsewhere must not share this trace
             return self._fun(*args, **kwargs)
 
-        jitted = jax.jit(fresh, static_argnums=self.static_argnums, static_argnames=self.static_argnames)
+        jitted = jax.jit(fresh, static_argnums=self.options.static_argnums, static_argnames=self.options.static_argnames)
         phases = Phases()
         try:
             with phases.timed("trace"):
@@ -489,7 +624,7 @@ class Planned:
         func_name = name if name.isidentifier() else "main"
         with phases.timed("convert"):
             converted = convert(closed, func_name)
-        for pass_name in self.passes:
+        for pass_name in self.options.passes:
             with phases.timed(pass_name):
                 _run_pass(pass_name, converted)
         return _Traced(closed, out_tree, converted, phases=phases, closed_over=tuple(traced._consts))
@@ -505,19 +640,20 @@ class Planned:
     def plan(
         self, *args, allocator: str | None = None, alignment: int | None = None, include_outputs: bool = False, **kwargs
     ) -> Plan:
-        """The arena plan for these arguments (arguments may be ShapeDtypeStructs); the allocator and
-        alignment default to the function's own. It plans every value the function computes, the
-        outputs outside the arena but, in compiled mode, those that loops and branches compute
-        (`make_plan`'s `loop_outputs_inside`); `include_outputs=True` plans every output in it. A
-        compiled call also leaves the values of matrix products and convolutions to XLA's own
-        buffers: `jaxalloc.plans` gives the plans calls run."""
-        allocator = allocator if allocator is not None else self.allocator
-        alignment = alignment if alignment is not None else self.alignment
-        get_allocator(allocator)
-        key = (allocator, check_alignment(alignment))
+        """The plan a call with these arguments runs (arguments may be ShapeDtypeStructs), in every
+        mode the compiled kernel's (`ModeRunner.plan_options`); the allocator and alignment default to
+        the function's own. `include_outputs=True` plans every output in the arena too, the plan that
+        compares with XLA's `temp + output - alias` (`Plan.compare_xla`)."""
+        runner = self._runner
+        if allocator is not None or alignment is not None:
+            runner = runner_for(dataclasses.replace(
+                self.options,
+                allocator=self.options.allocator if allocator is None else allocator,
+                alignment=self.options.alignment if alignment is None else alignment,
+            ))
         traced = self._traced(args, kwargs)
         statics, args, kwargs = self._split(args, kwargs)
-        plan = traced.plan(key, include_outputs, loop_outputs_inside=self.mode == "compiled")
+        plan = runner.plan(traced, include_outputs)
         # what `Plan.compare_xla` compiles with `jax.jit`: the arguments' types, no array kept alive
         args, kwargs = jax.tree_util.tree_map_with_path(_abstract, (args, kwargs))
         return dataclasses.replace(plan, function=statics.bind(self._fun), example_args=args, example_kwargs=kwargs,
@@ -527,7 +663,7 @@ class Planned:
         """A call's cache key where it passes jax arrays alone and nothing is static (else None), and
         its flat arguments: a warm call costs a few microseconds, as `jax.jit`'s does."""
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
-        if self.static_argnums or self.static_argnames or not all(isinstance(x, jax.Array) for x in leaves):
+        if self.options.static_argnums or self.options.static_argnames or not all(isinstance(x, jax.Array) for x in leaves):
             return None, leaves
         return (treedef, tuple((x.shape, x.dtype, weak_type(x)) for x in leaves)), leaves
 
@@ -548,8 +684,8 @@ class Planned:
             flat_args = jax.tree_util.tree_leaves((args, kwargs))
         if traced.closed_over or any(isinstance(x, core.Tracer) for x in flat_args):
             # under a transformation: see `planned_call`
-            outputs = planned_call.bind([*traced.closed_over, *flat_args], traced.closed_jaxpr, self.options,
-                                        _Program(self, traced))
+            outputs = planned_call.bind([*traced.closed_over, *flat_args], traced.closed_jaxpr, self.options.program_options,
+                                        _Program(self, traced.closed_jaxpr, traced))
             return jax.tree_util.tree_unflatten(traced.out_tree, outputs)
         if traced.donated:
             _check_donated(flat_args, traced.donated, args, kwargs)
@@ -558,31 +694,34 @@ class Planned:
     def _run(self, traced: _Traced, flat_args) -> tuple:
         """The flat outputs of one concrete call, its `last_run` recorded."""
         counter = _OpCounter()
-        sampler = LiveBytesSampler() if self.measure_memory else None
+        sampler = LiveBytesSampler() if self.options.measure_memory else None
         start = time.perf_counter()
-        outputs, arena_bytes, copied = traced.run(flat_args, self, [counter] if sampler is None else [counter, sampler])
+        ran = self._runner.run(traced, flat_args, [counter] if sampler is None else [counter, sampler])
         seconds = time.perf_counter() - start
-        if sampler is not None and self.mode == "compiled":
-            sampler.take()  # no op to sample after: the one kernel has run
+        temp = self._runner.measured(traced, flat_args, sampler) if sampler is not None else None
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
-        temp = None
-        if self.mode == "compiled" and self.measure_memory:
-            temp = traced.compiled((self.allocator, self.alignment), keep_arena=self.keep_arena).temp_bytes(flat_args)
         self.last_run = RunStats(
-            self.mode, counter.ops, seconds, arena_bytes, copied, before, peak, traced.phases.take(),
-            output_bytes=sum(x.nbytes for x in outputs if isinstance(x, jax.Array)),
-            held_bytes=arena_bytes if self.mode == "compiled" and self.keep_arena else 0,
+            self.mode, counter.ops, seconds, ran.arena_bytes, ran.copied_bytes, before, peak, traced.phases.take(),
+            output_bytes=sum(x.nbytes for x in ran.outputs if isinstance(x, jax.Array)),
+            held_bytes=ran.held_bytes,
             kernel_temp_bytes=temp,
         )
-        return outputs
+        return ran.outputs
 
 
-@dataclass(frozen=True, eq=False)
 class _Program:
-    """One traced signature of a planned function as `planned_call` runs it (a `planned_call.Runner`)."""
+    """One program of a planned function as `planned_call` runs it (a `planned_call.Runner`): a
+    signature the function traced, or a program a transformation derived, traced on first use."""
 
-    planned: Planned
-    traced: _Traced
+    def __init__(self, planned: Planned, jaxpr: core.ClosedJaxpr, traced: _Traced | None = None):
+        self.planned, self.jaxpr, self._traced = planned, jaxpr, traced
+
+    @property
+    def traced(self) -> _Traced:
+        if self._traced is None:
+            avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in self.jaxpr.in_avals]
+            self._traced = self.planned._traced(tuple(avals), {})
+        return self._traced
 
     @property
     def name(self) -> str:
@@ -590,17 +729,14 @@ class _Program:
 
     @property
     def plan(self) -> Plan:
-        """The plan this program runs in its mode (`_Traced.plan`)."""
-        options = self.planned.options
-        key = (options.allocator, options.alignment)
-        return self.traced.kernel_plan(key) if options.mode == "compiled" else self.traced.plan(key)
+        """The plan this program runs in its mode (`ModeRunner.plan`)."""
+        return self.planned._runner.plan(self.traced)
 
     def run(self, flat_args):
         return self.planned._run(self.traced, flat_args)
 
     def inline(self, flat_args):
-        kernel = self.traced.compiled((self.planned.allocator, self.planned.alignment), inline=True)
-        return kernel.inline(flat_args)
+        return self.planned._runner.inline(self, flat_args)
 
 
 def _derived_program(jaxpr: core.ClosedJaxpr, options: Options, name: str) -> _Program:
@@ -610,10 +746,7 @@ def _derived_program(jaxpr: core.ClosedJaxpr, options: Options, name: str) -> _P
         return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
 
     program.__name__ = program.__qualname__ = name
-    planned = Planned(program, mode=options.mode, allocator=options.allocator, alignment=options.alignment,
-                      passes=options.passes)
-    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in jaxpr.in_avals]
-    return _Program(planned, planned._traced(tuple(avals), {}))
+    return _Program(Planned(program, PlannedOptions(**dataclasses.asdict(options))), jaxpr)
 
 
 planned_call.make_runner = _derived_program
@@ -659,91 +792,45 @@ def _check_donated(flat_args, donated: tuple[int, ...], args, kwargs) -> None:
             )
 
 
-@overload
-def planned(
-    fun: Callable,
-    /,
-    *,
-    static_argnums: int | Sequence[int] | None = None,
-    static_argnames: str | Iterable[str] | None = None,
-    mode: str = "compiled",
-    allocator: str = "nnc",
-    alignment: int = 64,
-    measure_memory: bool = False,
-    passes: Sequence[str] = DEFAULT_PASSES,
-    donate_argnums: int | Sequence[int] | None = None,
-    donate_argnames: str | Iterable[str] | None = None,
-    keep_arena: bool = False,
-) -> Planned: ...
-@overload
-def planned(
-    fun: None = None,
-    /,
-    *,
-    static_argnums: int | Sequence[int] | None = None,
-    static_argnames: str | Iterable[str] | None = None,
-    mode: str = "compiled",
-    allocator: str = "nnc",
-    alignment: int = 64,
-    measure_memory: bool = False,
-    passes: Sequence[str] = DEFAULT_PASSES,
-    donate_argnums: int | Sequence[int] | None = None,
-    donate_argnames: str | Iterable[str] | None = None,
-    keep_arena: bool = False,
-) -> Callable[[Callable], Planned]: ...
-
-
 def planned(
     fun: Callable | None = None,
     /,
     *,
     static_argnums: int | Sequence[int] | None = None,
     static_argnames: str | Iterable[str] | None = None,
+    donate_argnums: int | Sequence[int] | None = None,
+    donate_argnames: str | Iterable[str] | None = None,
     mode: str = "compiled",
     allocator: str = "nnc",
     alignment: int = 64,
-    measure_memory: bool = False,
     passes: Sequence[str] = DEFAULT_PASSES,
-    donate_argnums: int | Sequence[int] | None = None,
-    donate_argnames: str | Iterable[str] | None = None,
+    measure_memory: bool = False,
     keep_arena: bool = False,
-):
+) -> Planned | Callable[[Callable], Planned]:
     """Trace `fun` to a jx module (once per input signature), plan it, and run it inside its arena, like `jax.jit`.
 
     Use as `@planned` or `@planned(mode=..., allocator=..., alignment=...)`. `static_argnums` /
-    `static_argnames` mark arguments static as `jax.jit` does (hashable Python values such as sizes:
-    part of the signature, never traced). `mode="compiled"` (the default) runs the plan (with the
-    outputs inside the arena) as one jitted kernel, loops and branches included, every value at
-    its planned offset, its arena a temporary of the call (`keep_arena=True`: allocated once and
-    kept between calls, donated to each, which saves an allocation a call for the memory held
-    between them); `mode="arena"` runs the same kind of plan op by
-    op from Python, one op at a time, for debugging; `mode="checked"` runs op by op in the arena
-    with shadow memory, checking that every read finds the value it expects (raises
-    `jaxalloc.PlanViolation`; for tests and for doubting a plan); `mode="eager"` runs on plain
-    jax arrays. `measure_memory=True` samples the bytes in use into `last_run`: after every op in
-    the op-by-op modes, after the one kernel in compiled mode. `passes` are the jx passes run, in
-    order, on the module before it is planned (default all four, `DEFAULT_PASSES`: `"jx-dce"`: what nothing needs is removed; `"jx-canonicalize"`:
-    transposes, round trips and broadcasts that XLA folds away are removed; `"jx-fuse"`: elementwise
-    chains become one `jx.fused` op, planned and run as one kernel (on the CPU with the
-    convolutions and window reductions XLA hands to its library as one graph); `"jx-schedule"`: each block's ops
-    reordered to lower the max-live bound; `("jx-dce",)`: the program's own ops in traced order;
-    `()`: the jaxpr as traced). `donate_argnums` / `donate_argnames` donate
-    arguments as `jax.jit` does (every leaf of each): a donated argument is a row of the arena from
-    the start to its last use, written there as the call starts (the caller's array is deleted), so
-    later values and the outputs may take its bytes; compiled mode donates it to XLA too.
+    `static_argnames` mark arguments static and `donate_argnums` / `donate_argnames` donate them, as
+    `jax.jit` does: a donated argument is a row of the arena from the start to its last use, written
+    there as the call starts (the caller's array is deleted), so later values and the outputs may
+    take its bytes.
+
+    `mode` (a `ModeRunner`): `"compiled"` (the default) runs the plan as one jitted kernel, every
+    value at its planned offset, its arena a temporary of the call (`keep_arena=True`: kept between
+    calls, donated to each); `"arena"` runs the same plan op by op from Python, for debugging;
+    `"checked"` runs it op by op with shadow memory, raising `jaxalloc.PlanViolation` where a read
+    finds another value's bytes; `"eager"` runs on plain jax arrays. `allocator` places the buffers,
+    every offset a multiple of `alignment` bytes. `passes` are the jx passes run, in order, before
+    planning (`PASSES`; `DEFAULT_PASSES` by default, `("jx-dce",)` for the program's own ops in
+    traced order, `()` for the jaxpr as traced). `measure_memory=True` samples the bytes in use into
+    `last_run`. Every option is checked here (`PlannedOptions`): a bad one is a one-line error.
     """
-    options = dict(
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        mode=mode,
-        allocator=allocator,
-        alignment=alignment,
-        measure_memory=measure_memory,
-        passes=passes,
-        donate_argnums=donate_argnums,
-        donate_argnames=donate_argnames,
-        keep_arena=keep_arena,
+    options = PlannedOptions(
+        mode=mode, allocator=allocator, alignment=alignment, passes=passes,
+        static_argnums=static_argnums, static_argnames=static_argnames,
+        donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+        measure_memory=measure_memory, keep_arena=keep_arena,
     )
     if fun is None:
-        return functools.partial(planned, **options)
-    return Planned(fun, **options)
+        return functools.partial(Planned, options=options)
+    return Planned(fun, options)

@@ -67,16 +67,12 @@ def _add_function_target(p) -> None:
 
 
 def _plan_target(ns):
-    from jaxalloc.allocators import get_allocator
     from jaxalloc.api import planned
-    from jaxalloc.errors import check_alignment
     from jaxalloc.targets import load_function_and_args
 
-    get_allocator(ns.allocator)
-    check_alignment(ns.alignment)
+    planner = planned(allocator=ns.allocator, alignment=ns.alignment)  # a bad option fails before any import
     fn, args = load_function_and_args(ns.target, ns.args, ns.args_from)
-    plan = planned(fn).plan(*args, allocator=ns.allocator, alignment=ns.alignment, include_outputs=ns.include_outputs)
-    return fn, args, plan
+    return fn, args, planner(fn).plan(*args, include_outputs=ns.include_outputs)
 
 
 def _add_plan(commands) -> None:

@@ -4,9 +4,10 @@ A planned function called with a tracer among its arguments (under `jax.grad`, `
 `jax.vmap`, `lax.scan`, `jax.eval_shape`, ...) binds `planned_call` with the program it traced (a
 closed jaxpr) and its `Options`, and never touches an arena. Each rule plans the program it derives,
 as `jit`'s rules compile theirs:
-- impl: the program run by its mode's runner (the compiled kernel by default);
+- impl: the program run in its mode (the compiled kernel by default);
 - abstract eval: the program's output types, so `make_jaxpr` shows one `planned_call`;
-- lowering: the compiled kernel inline in the enclosing computation, its arena a buffer there;
+- lowering: the program as its mode runs it inside the enclosing computation (the compiled kernel
+  inline, its arena a buffer there);
 - JVP: the JVP program, planned; linearization (reverse mode): the forward program, which also
   returns the residuals, and the linear program of the tangents, each planned; transposition: the
   transposed program, planned;
@@ -57,7 +58,9 @@ class Runner(Protocol):
         """The outputs for concrete arguments."""
 
     def inline(self, flat_args: Sequence[Any]) -> Sequence[Any]:
-        """The outputs traced inside an enclosing computation (compiled mode)."""
+        """The outputs traced inside an enclosing computation: the compiled kernel inline, its arena
+        a buffer there; the op-by-op run as a host callback (`host_callback`); in eager mode the
+        program itself."""
 
 
 planned_call_p = core.Primitive("planned_call")
@@ -181,25 +184,18 @@ def programs(jaxpr: core.Jaxpr) -> list[Runner]:
 
 
 def _lowering(ctx: mlir.LoweringRuleContext, *args, jaxpr: core.ClosedJaxpr, options: Options):
-    """Compiled mode: the planned kernel inline, its arena a buffer of the enclosing computation.
-    Eager mode: the program itself. The op-by-op modes run from Python: a host callback."""
-    if options.mode == "eager":
-        fun = core.jaxpr_as_fun(jaxpr)
-    elif options.mode == "compiled":
-        fun = runner(jaxpr, options).inline
-        fun = lambda *xs, fun=fun: list(fun(xs))  # noqa: E731
-    else:
-        fun = _called_back(runner(jaxpr, options), jaxpr)
-    return mlir.lower_fun(fun, multiple_results=True)(ctx, *args)
+    """The program as its mode runs it inside an enclosing computation (`Runner.inline`)."""
+    program = runner(jaxpr, options)
+    return mlir.lower_fun(lambda *xs: list(program.inline(xs)), multiple_results=True)(ctx, *args)
 
 
 def _is_key(aval) -> bool:
     return jax.dtypes.issubdtype(aval.dtype, jax.dtypes.prng_key)
 
 
-def _called_back(runner: Runner, jaxpr: core.ClosedJaxpr) -> Callable:
-    """The op-by-op runner as a host callback of the enclosing computation; typed PRNG keys cross
-    as their data, which a callback can take and return."""
+def host_callback(run: Callable[[list[Any]], Sequence[Any]], jaxpr: core.ClosedJaxpr) -> Callable:
+    """`run`, a run of `jaxpr` from Python (the op-by-op modes), as a host callback of the enclosing
+    computation; typed PRNG keys cross as their data, which a callback can take and return."""
 
     def as_data(x, aval):
         return jax.random.key_data(x) if _is_key(aval) else x
@@ -208,7 +204,7 @@ def _called_back(runner: Runner, jaxpr: core.ClosedJaxpr) -> Callable:
         return jax.random.wrap_key_data(x, impl=aval.dtype._impl) if _is_key(aval) else jax.numpy.asarray(x)
 
     def on_host(*xs):
-        outs = runner.run([as_value(x, a) for x, a in zip(xs, jaxpr.in_avals)])
+        outs = run([as_value(x, a) for x, a in zip(xs, jaxpr.in_avals)])
         return [as_data(x, a) for x, a in zip(outs, jaxpr.out_avals)]
 
     shapes = [jax.eval_shape(functools.partial(as_data, aval=a), jax.ShapeDtypeStruct(a.shape, a.dtype))

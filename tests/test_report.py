@@ -47,7 +47,8 @@ ARGS = (jnp.ones((64, 32)), jnp.ones((32, 256)), jnp.ones((256, 16)))
 
 @pytest.fixture(scope="module")
 def plan() -> jaxalloc.Plan:
-    return jaxalloc.planned(block).plan(*ARGS)
+    """Every value in the arena: the plan a compiled call runs leaves the matrix products' to XLA."""
+    return jaxalloc.planned(block).plan(*ARGS, include_outputs=True)
 
 
 def test_rows_name_primitive_and_source_line(plan):
@@ -85,7 +86,7 @@ def test_report_has_peak_bound_and_largest_buffers(plan):
 
 
 def test_schedule_has_one_label_per_step(plan):
-    assert len(plan.schedule) == max(r.end for r in plan.buffers) + 1  # the last step is the yield
+    assert len(plan.schedule) == max(r.end for r in plan.buffers)  # the output lives to the last step, the yield
     assert plan.schedule[-1] == "yield"
 
 
@@ -123,7 +124,8 @@ def test_plan_command_prints_report_and_writes_files(tmp_path: Path, capsys):
     model = tmp_path / "model.py"
     model.write_text("import jax\nimport jax.numpy as jnp\n\n" + inspect.getsource(block))
     png, csv = tmp_path / "plan.png", tmp_path / "plan.csv"
-    code = main(["plan", f"{model}:block", "f32[64,32]", "f32[32,256]", "f32[256,16]", "--plot", str(png), "--out", str(csv), "--top", "2"])
+    code = main(["plan", f"{model}:block", "f32[64,32]", "f32[32,256]", "f32[256,16]", "--include-outputs",
+                 "--plot", str(png), "--out", str(csv), "--top", "2"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "block (nnc, 64 B alignment): arena" in out and "dot_general model.py:5" in out
@@ -180,7 +182,7 @@ def test_short_plans_read_well():
     )
     assert "jx.func" not in repr(one)
     empty = jaxalloc.planned(jnp.sin).plan(jnp.ones(4)).report()
-    assert "nothing to plan: every value is an argument, a constant or an output" in empty
+    assert "nothing to plan; plan(..., include_outputs=True) plans every computed value in the arena" in empty
     with pytest.raises(jaxalloc.JaxallocError, match="top must be a positive number of rows per table, got 0"):
         one.report(top=0)
 

@@ -124,7 +124,8 @@ def test_the_gradient_runs_two_planned_kernels():
     # caller receives it; the backward program's intermediate is its matrix product's operand, in
     # XLA's buffer
     assert (found["loss_fwd"].arena_bytes, found["loss_lin_bwd"].arena_bytes) == (0, 0)
-    assert jaxalloc.planned(loss).plan(w, x).arena_bytes > 0  # every value planned
+    assert jaxalloc.planned(loss).plan(w, x).arena_bytes == 0  # the plan a call runs: the same rule
+    assert jaxalloc.planned(loss).plan(w, x, include_outputs=True).arena_bytes > 0  # every value in the arena
 
 
 def test_a_function_closing_over_a_traced_value_takes_it_as_an_argument():

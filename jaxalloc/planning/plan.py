@@ -175,23 +175,13 @@ class Plan:
             f"total buffer size {_bytes(total)} (every buffer in its own memory), "
             f"footprint {_ratio(self.arena_bytes, total, '.1%')} (arena / total)",
         ]
+        donated = f"; {plural(len(self.donated), 'donated argument')} in it" if self.donated else ""
+        outside = f"outside the arena: {self._outside()}{donated}"
         if not rows:
-            nothing = (
-                "nothing to plan: every value is an argument or a constant, which live outside the arena"
-                if self.include_outputs
-                else "nothing to plan: every value is an argument, a constant or an output, which live outside the "
-                "arena (plan(..., include_outputs=True) plans the outputs in it)"
-            )
-            return "\n".join([*lines, nothing])
-        where = "outputs in the arena" if self.include_outputs else "arguments, constants and outputs outside the arena"
-        if self.loop_outputs_inside:
-            where += ", but those loops and branches compute"
-        if self.products_outside:
-            where += "; matrix products' and convolutions' values in XLA's buffers"
-        if self.donated:
-            where += f"; {plural(len(self.donated), 'donated argument')} in it"
+            hint = "" if self.include_outputs else "; plan(..., include_outputs=True) plans every computed value in the arena"
+            return "\n".join([*lines, outside, f"nothing to plan{hint}"])
         steps = max(r.end for r in rows)
-        lines.append(f"{plural(len(rows), 'buffer')} on a {steps:,}-step schedule; {where}")
+        lines += [f"{plural(len(rows), 'buffer')} on a {steps:,}-step schedule", outside]
         live = self.live_bytes()
         step = int(np.argmax(live))
         at = self.schedule[step] if step < len(self.schedule) else "?"
@@ -204,6 +194,14 @@ class Plan:
         lines.append("largest buffers:")
         lines.append(_table(ordered[:top], len(ordered) - top))
         return "\n".join(lines)
+
+    def _outside(self) -> str:
+        """What the plan leaves outside the arena, in words."""
+        if self.include_outputs:
+            return "arguments and constants"
+        outside = "arguments, constants, outputs"
+        outside += ", matrix products and convolutions" if self.products_outside else ""
+        return outside + (", but what loops and branches compute" if self.loop_outputs_inside else "")
 
     def __repr__(self) -> str:
         return (
