@@ -135,7 +135,7 @@ def test_plan_object_of_a_planned_function(tmp_path):
         return jnp.tanh(jnp.tanh(x @ w1) @ w2).sum()
 
     args = (jnp.ones((64, 128)), jnp.ones((128, 256)), jnp.ones((256, 32)))
-    plan = jaxalloc.planned(mlp).plan(*args)
+    plan = make_plan(jaxalloc.planned(mlp).lower(*args))  # the outputs outside, the matrix products inside
     plan.check()
     assert isinstance(plan, jaxalloc.Plan) and plan.allocator == "nnc"
     # x @ w1 is 64 KiB and folds its tanh in place; @ w2 gives 8 KiB while the 64 KiB value is live
