@@ -2,8 +2,8 @@
 get: one line per program and plan, so that a refactoring can show its plans are byte for byte
 those of the commit before it.
 
-Each line names the program and the plan (`plan` for `planned(f).plan(*args)`, which plans every
-value; the program names of `jaxalloc.plans(f, *args)` for the plans the compiled calls run), its
+Each line names the program and the plan (`plan` for `planned(f).plan(*args, include_outputs=True)`,
+every value planned; the program names of `jaxalloc.plans(f, *args)` for the plans the calls run), its
 arena bytes and a SHA-256 of the planned module as printed (offsets, rings and views included).
 
     python benchmarks/plan_digest.py > before.txt      # on the commit before
@@ -43,7 +43,7 @@ def _digest(plan: jaxalloc.Plan) -> str:
 
 def digests(name: str, fn: Callable, args: tuple, allocator: str) -> Iterator[str]:
     try:
-        plan = jaxalloc.planned(fn, allocator=allocator).plan(*args)
+        plan = jaxalloc.planned(fn, allocator=allocator).plan(*args, include_outputs=True)
         yield f"{name} plan {plan.arena_bytes} {_digest(plan)}"
         for program, kernel_plan in sorted(jaxalloc.plans(jaxalloc.planned(fn, allocator=allocator), *args).items()):
             yield f"{name} {program} {kernel_plan.arena_bytes} {_digest(kernel_plan)}"

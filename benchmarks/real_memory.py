@@ -1,9 +1,10 @@
 """What a planned call really holds, against a `jax.jit` call of the same function.
 
 Per program of `programs.py` and `library_models.py`:
-- `plan`: the arena of `Planned.plan`, which plans every value (the outputs outside it, but those
-  loops and branches compute); a compiled call's arena (`arena`) leaves the values of matrix
-  products and convolutions to XLA's buffers, and so to the kernel's temp;
+- `plan`: the arena of `Planned.plan(include_outputs=True)`, every value and the outputs planned in
+  it (the figure to set beside XLA's `temp + output - alias`); a call's arena (`arena`, the plan
+  `Planned.plan()` gives) leaves the outputs and the values of matrix products and convolutions to
+  XLA's buffers, and so to the kernel's temp;
 - the planned call by its parts, from `memory_analysis()` of its kernel (matmul fusion off): the
   arena, the kernel's own temp (where XLA computes what it cannot compute in place in the arena),
   the outputs it returns beside the arena, and what the function holds between calls;
@@ -127,7 +128,7 @@ def main() -> None:
     ratios, resident_ratios = [], []
     began = time.perf_counter()
     for index, (name, fn, args) in chosen:
-        plan = planned(fn).plan(*args)
+        plan = planned(fn).plan(*args, include_outputs=True)
         parts = planned_parts(fn, args)
         jit = XlaComparison.xla_bytes(xla_memory(fn, args, fusion=False))
         ratios.append(parts["total"] / jit)
@@ -144,7 +145,7 @@ def main() -> None:
         means += ["", "", _geometric_mean(resident_ratios)]
     print("| " + " | ".join(means) + " |")
     print(
-        "\n`plan`: the arena of `Planned.plan`, every value planned (outputs outside it, but those loops and branches compute). The planned call's parts: `arena` "
+        "\n`plan`: the arena of `Planned.plan(include_outputs=True)`, every value and the outputs planned in it. The planned call's parts: `arena` "
         "(a new one each call, the values of matrix products and convolutions left to XLA's buffers), `kernel temp` (`memory_analysis()` of the kernel, matmul fusion off), `outputs` (the "
         "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum. `jit "
         "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "
