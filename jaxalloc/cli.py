@@ -31,10 +31,10 @@ def _add_ir(commands) -> None:
 
 def _run_ir(ns) -> None:
     from jaxalloc.targets import load_function_and_args
-    from jaxalloc.api import planned
+    from jaxalloc.api import Planned
 
     fn, args = load_function_and_args(ns.target, ns.args, ns.args_from)
-    print(planned(fn).lower(*args))
+    print(Planned(fn).lower(*args))
 
 
 def _add_trace(commands) -> None:

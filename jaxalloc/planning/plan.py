@@ -133,10 +133,12 @@ class Plan:
         """
         if self.function is None or self.source is None:
             raise JaxallocError("this plan was made from a module, not a function: use planned(f).plan(*args) to compare with XLA")
+        source = self.source
+
         def planned_with(include_outputs: bool) -> Plan:
             if self.include_outputs == include_outputs and not (self.loop_outputs_inside or self.products_outside):
                 return self
-            return make_plan(self.source, self.allocator, self.alignment, include_outputs=include_outputs,
+            return make_plan(source, self.allocator, self.alignment, include_outputs=include_outputs,
                              donated=self.donated)
 
         inside, outside = planned_with(True), planned_with(False)
