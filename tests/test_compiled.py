@@ -4,6 +4,7 @@ no copy of it in the kernel)."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import jax
@@ -15,7 +16,10 @@ from test_trust import _settling
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
+from jaxalloc.dialects.mem import INTS, MultiView
 from jaxalloc.execution.compiled import guards, rewrite
+from jaxalloc.execution.compiled.kinds import At
+from jaxalloc.execution.compiled.offsets import TRACED
 from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
@@ -611,3 +615,21 @@ def test_a_compiled_call_reports_its_arena_and_copies():
 def test_a_typed_key_read_or_carried_in_a_loop_runs_compiled(fn, passes):
     """A loop that takes a typed PRNG key runs as its ops' kernels: no key enters a one-kernel call."""
     check_program(fn, jax.random.key(0), jnp.zeros(4), mode="compiled", passes=passes)
+
+
+def test_the_multi_view_rule_on_traced_offsets_is_the_rule_on_ints():
+    """The kernel evaluates the `mem` dialect's multi-view rule on int32 arrays (`TRACED`), the
+    interpreter and the checker on Python ints (`INTS`): each round reads the same init operand or
+    slot, and a toggle ring puts its next value in the same slot, wherever the values lie."""
+    views = [MultiView((0, 1), (64, 0, 128), 64, False), MultiView((2, 0, 1), (), 0, False),
+             MultiView((), (192, 0), 64, False), MultiView((0,), (), 0, True)]
+    for view in views:
+        for round_ in range(1, 9):
+            assert int(view.first_read(jnp.int32(round_), TRACED)) == view.first_read(round_, INTS)
+            slot = view.slot(jnp.int32(round_), TRACED)
+            assert (slot is None and view.slot(round_, INTS) is None) or int(slot) == view.slot(round_, INTS)
+    toggle = MultiView((1,), (0, 64, 128), 64, True, holds=(2,))
+    for places in itertools.product([None, 0, 64, 100, 128, 512], repeat=2):
+        located = [None if at is None else At(jnp.int32(at)) for at in places]
+        for nth in range(3):
+            assert int(toggle.toggle(located, TRACED, nth)) == toggle.toggle(places, INTS, nth)

@@ -36,11 +36,17 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   (as XLA's): a value it computes may lie outside the arena only where the function may return it.
   `#mem.arena<bytes = 65536, outputs>`: an arena that holds the outputs too, so that every value
   the function computes lies in it.
+
+What a multi-view means, round by round, is written once (`MultiView`): the executors and the
+checker evaluate that rule, on Python ints or on offsets traced into the compiled kernel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute
@@ -125,6 +131,138 @@ class Yielded:
 YIELDED = Yielded()
 
 
+class Arithmetic(Protocol):
+    """The ops the multi-view rule (`MultiView`) is evaluated with, on rounds and offsets: Python ints
+    and bools (`INTS`: the interpreter, the checker), or traced int32 scalars (the compiled kernel,
+    `execution/compiled/offsets.py`), where a round or an offset is known only as the kernel runs."""
+
+    def later(self, round_, n: int):
+        """`round_ + n`."""
+
+    def remainder(self, round_, n: int):
+        """`round_ % n`, of a round at least 0."""
+
+    def minimum(self, round_, n: int):
+        """`min(round_, n)`."""
+
+    def at_least(self, round_, n: int):
+        """`round_ >= n`."""
+
+    def entry(self, values: Sequence, index):
+        """`values[index]`."""
+
+    def lies_in(self, place, start, size: int):
+        """Whether the value at `place` lies in the slot of `size` bytes at `start`: False, True, or
+        a flag known as the kernel runs; a value outside the arena (None) lies in no slot."""
+
+    def or_(self, a, b):
+        """`a or b`, of two flags `lies_in` gave."""
+
+    def unless(self, busy, taken, free):
+        """`free` where `busy` is false (None: known false), else `taken`."""
+
+
+class _Ints:
+    """`Arithmetic` on Python ints and bools."""
+
+    def later(self, round_: int, n: int) -> int:
+        return round_ + n
+
+    def remainder(self, round_: int, n: int) -> int:
+        return round_ % n
+
+    def minimum(self, round_: int, n: int) -> int:
+        return min(round_, n)
+
+    def at_least(self, round_: int, n: int) -> bool:
+        return round_ >= n
+
+    def entry(self, values: Sequence, index: int):
+        return values[index]
+
+    def lies_in(self, place: int | None, start: int, size: int) -> bool:
+        return place is not None and start <= place < start + size
+
+    def or_(self, a: bool, b: bool) -> bool:
+        return a or b
+
+    def unless(self, busy: bool | None, taken, free):
+        return taken if busy else free
+
+
+INTS: Arithmetic = _Ints()
+
+
+@dataclass(frozen=True)
+class MultiView:
+    """The rule of a multi-view (`ViewsAttr`) in one round of its enclosing loop (`ViewsAttr.resolved`):
+    which init operand or slot each round of the loop reads, and where a toggle ring puts the next
+    value. Written once over an `Arithmetic`, so that every executor and the checker evaluate the
+    same rule, on Python ints or on offsets known only as the compiled kernel runs."""
+
+    initial: tuple[int, ...]
+    slots: tuple[Any, ...]
+    """The ring's slots: their offsets, or (for `ViewsAttr.view`, which only picks one) the slots."""
+    size: int
+    """The bytes of each slot."""
+    yielded: bool
+    """Whether the rounds after `initial` read what the body yielded where it is (with slots: a toggle ring)."""
+    holds: tuple[int, ...] = ()
+    """The other positions whose current values a toggle ring's slots may hold."""
+
+    @property
+    def toggles(self) -> bool:
+        return self.yielded and bool(self.slots)
+
+    @property
+    def rotates(self) -> bool:
+        """Whether the rounds read the init operands in place in turn, round after round."""
+        return bool(self.initial) and not (self.slots or self.yielded)
+
+    @property
+    def outside(self) -> bool:
+        """Whether the rounds read the value kept outside the arena."""
+        return not (self.initial or self.slots or self.yielded)
+
+    def first_read(self, round_, ops: Arithmetic):
+        """The init operand round `round_` reads in place, by its index in `initial`; `len(initial)`
+        where the round reads past them (the ring, or the value yielded)."""
+        if self.rotates:
+            return ops.remainder(round_, len(self.initial))
+        return ops.minimum(round_, len(self.initial))
+
+    def past_initial(self, round_, ops: Arithmetic):
+        """Whether round `round_`, at least 1, reads past the init operands."""
+        return True if len(self.initial) <= 1 else ops.at_least(round_, len(self.initial))
+
+    def slot(self, round_, ops: Arithmetic):
+        """The ring's slot that round `round_` reads once it reads past the init operands (None: no
+        ring, or a toggle ring, whose next slot `toggle` finds)."""
+        if not self.slots or self.yielded:
+            return None
+        if len(self.slots) == 1:
+            return self.slots[0]
+        # (round_ - len(initial)) % len(slots), of a number kept at least 0: round_ plus a lead
+        if lead := -len(self.initial) % len(self.slots):
+            round_ = ops.later(round_, lead)
+        return ops.entry(self.slots, ops.remainder(round_, len(self.slots)))
+
+    def toggle(self, places: Sequence, ops: Arithmetic, nth: int = 0):
+        """A toggle ring's next slot: the first (the `nth` after it, counting from 0) that none of the
+        values at `places` (the current value's, then those of the positions it `holds`) lies in;
+        where too few are free, the first. A ring of one slot gives that slot: the next value may be
+        computed where the current one is, in place."""
+        # picks[m]: the m-th free slot among those looked at so far, the slots looked at last first
+        picks = [self.slots[0]] * (nth + 1)
+        for slot in reversed(self.slots):
+            taken = [t for t in (ops.lies_in(place, slot, self.size) for place in places) if t is not False]
+            if any(t is True for t in taken):
+                continue
+            busy = functools.reduce(ops.or_, taken) if taken else None
+            picks = [ops.unless(busy, pick, slot if m == 0 else picks[m - 1]) for m, pick in enumerate(picks)]
+        return picks[nth]
+
+
 @irdl_attr_definition
 class ViewsAttr(ParametrizedAttribute):
     """The multi-view of a loop-carried value: init operands read in place first, then a ring of
@@ -153,45 +291,53 @@ class ViewsAttr(ParametrizedAttribute):
     def repeat(self) -> int:
         return len(self.slots)
 
-    def view(self, round_: int) -> int | SlotAttr | None | Yielded:
-        """What round `round_` reads: an init operand's index, a slot, the value yielded (`YIELDED`),
-        or None (outside the arena)."""
-        if self.yielded.data and round_ >= len(self.initial):
-            return YIELDED
-        if not self.initial.data and not self.slots.data:
+    def view(self, round_: int) -> int | SlotAttr | NextAttr | None | Yielded:
+        """What round `round_` reads (`MultiView`): an init operand's index, a slot, the value yielded
+        (`YIELDED`), or None (outside the arena)."""
+        view = MultiView(tuple(i.data for i in self.initial.data), tuple(self.slots.data), 0, bool(self.yielded.data))
+        if view.outside:
             return None
-        if not self.slots.data:
-            return self.initial.data[round_ % len(self.initial)].data
-        if round_ < len(self.initial):
-            return self.initial.data[round_].data
-        return self.slots.data[(round_ - len(self.initial)) % self.repeat]
+        first = view.first_read(round_, INTS)
+        if first < len(view.initial):
+            return view.initial[first]
+        return YIELDED if view.yielded else view.slot(round_, INTS)
 
     @property
     def toggles(self) -> bool:
         return bool(self.yielded.data and self.slots.data)
 
     def toggle(self, current: int | None, *held: int | None, nth: int = 0) -> SlotAttr:
-        """Where a toggle ring's next value goes: the first slot (the `nth` after it, counting from 0)
-        that neither the current value (at arena offset `current`, None outside the arena) nor those
-        of the positions it `holds` are in; a ring of one slot, that slot (the next value may be
-        computed where the current one is, in place)."""
-        taken = [at for at in (current, *held) if at is not None]
-        free = [s for s in self.slots.data if not any(s.offset.data <= at < s.end for at in taken)]
-        return free[nth] if nth < len(free) else self.slots.data[0]
+        """Where a toggle ring's next value goes (`MultiView.toggle`), its slots in the arena: the
+        current value at arena offset `current` (None outside the arena), those of the positions it
+        `holds` at `held`."""
+        view = self.resolved()
+        return SlotAttr(view.toggle((current, *held), INTS, nth), view.size)
 
-    def within(self, next_views) -> ViewsAttr:
-        """These views in one round of the enclosing loop: a ring in its next view of a position
-        (`#mem.next` slots) is that slot, `next_views(position)`, cut into as many equal slots; outside
-        the arena (None) the rounds read the value yielded where it is."""
+    def resolved(self, next_view: Callable[[int], tuple[Any, int] | None] | None = None) -> MultiView:
+        """These views' rule in one round of the enclosing loop, slots by their offsets: a ring in its
+        next view of a position (`#mem.next` slots) is that view, `next_view(position)` (its offset
+        and size), cut into as many equal slots; outside the arena (None) the rounds read the value
+        yielded where it is."""
+        initial = tuple(i.data for i in self.initial.data)
+        slots = self.slots.data
+        if not any(isinstance(s, NextAttr) for s in slots):
+            size = slots[0].size.data if slots else 0
+            return MultiView(initial, tuple(s.offset.data for s in slots), size, bool(self.yielded.data), self.held)
+        found = next_view(slots[0].position.data)
+        if found is None:
+            return MultiView(initial, (), 0, True)
+        start, size = found[0], found[1] // len(slots)
+        return MultiView(initial, tuple(start + i * size for i in range(len(slots))), size, bool(self.yielded.data),
+                         self.held)
+
+    def within(self, next_views: Callable[[int], SlotAttr | None]) -> ViewsAttr:
+        """These views in one round of the enclosing loop (`resolved`), the slots of its next views
+        given by `next_views(position)`."""
         if not any(isinstance(s, NextAttr) for s in self.slots.data):
             return self
-        slot = next_views(self.slots.data[0].position.data)
-        initial = [i.data for i in self.initial.data]
-        if slot is None:
-            return ViewsAttr(initial, [], yielded=True)
-        size = slot.size.data // self.repeat
-        return ViewsAttr(initial, [SlotAttr(slot.offset.data + i * size, size) for i in range(self.repeat)],
-                         bool(self.yielded.data), self.held)
+        view = self.resolved(lambda position: None if (slot := next_views(position)) is None else
+                             (slot.offset.data, slot.size.data))
+        return ViewsAttr(view.initial, [SlotAttr(offset, view.size) for offset in view.slots], view.yielded, view.holds)
 
     def verify(self) -> None:
         nexts = {s for s in self.slots.data if isinstance(s, NextAttr)}

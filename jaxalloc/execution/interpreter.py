@@ -359,8 +359,8 @@ def twice(block: Block, phis, branch: int, results: tuple) -> tuple[list[int], l
 
 def _next_place(views: ViewsAttr, round_: int, state: Sequence[Located], k: int, nth: int = 0) -> int | None:
     """Where the body computes carried position `k`'s value for round `round_`: that round's view,
-    or for a toggle ring the slot (the `nth` free one) that neither its current value nor those it
-    holds are in."""
+    or the slot its toggle ring picks (`ViewsAttr.toggle`, the `nth` free one) from where the current
+    values are."""
     if views.toggles:
         places = [state[j] if isinstance(state[j], int) else None for j in (k, *views.held)]
         return views.toggle(*places, nth=nth).offset.data

@@ -3,8 +3,10 @@ kernel over a donated arena. docs/design/compiled.md says how the kernel is buil
 XLA from undoing the plan.
 
 - `kinds`: what a value is while the kernel is traced (in the arena, an array, either).
-- `offsets`: offsets and rounds, Python ints or traced int32 scalars, and windows of values.
+- `offsets`: offsets and rounds, Python ints or traced int32 scalars; the `mem` dialect's multi-view
+  rule evaluated on them (`TRACED`); windows of values.
 - `guards`: the ops and limits that keep XLA from copying the arena.
+- `traced_arena`: reads, writes and moves of values in the arena as the kernel is traced.
 - `functions`: the jx ops traced over the arena (`CompiledFunctions`).
 - `rewrite`: the kernel's jaxpr with its offsets made arguments (`offsets_as_arguments`).
 - `run`: the kernel built, called and inspected (`CompiledRun`).

@@ -33,7 +33,7 @@ from xdsl.ir import Operation
 
 from jaxalloc.analysis.inplace import PRODUCTS
 from jaxalloc.dialects import jx
-from jaxalloc.dialects.mem import NextAttr, Place, ViewsAttr
+from jaxalloc.dialects.mem import MultiView, NextAttr, Place, ViewsAttr
 from jaxalloc.execution.arena import Layout, from_words, layout_of, to_words
 from jaxalloc.execution.compiled.guards import (
     INDEXED, ONE_KERNEL_CALL, SMALL_LOOP_BYTES, UNSEEN, bytes_free, compiles_into_one_kernel, hideable, hidden,
@@ -43,7 +43,7 @@ from jaxalloc.execution.compiled.kinds import (
     At, Either, Kind, Retrace, Widen, joined, kind_of, placeholder, unread_zeros,
 )
 from jaxalloc.execution.compiled.offsets import (
-    Ring, contiguous, entry, int32, modulo, over, plus, reads_ring, same, window_start,
+    TRACED, contiguous, entry, int32, over, plus, same, window_start,
 )
 from jaxalloc.execution.compiled.traced_arena import TracedArena, slice_words
 from jaxalloc.execution.interpreter import (
@@ -58,6 +58,26 @@ class _Settled(Exception):
     def __init__(self, owner: Operation, offsets: dict[int, int | None]):
         super().__init__(f"results {sorted(offsets)} of {owner.name} lie at constant offsets")
         self.owner, self.offsets = owner, offsets
+
+
+def carried_kind(view: MultiView, inits) -> Kind:
+    """The kind of what a round after the first reads, as far as the plan tells."""
+    kinds = {kind_of(inits[i]) for i in view.initial[1:] if view.slots or view.yielded} | (
+        {kind_of(inits[i]) for i in view.initial} if not (view.slots or view.yielded) else set()
+    )
+    if view.slots and not view.yielded:
+        kinds.add(Kind.AT)
+    elif view.outside:
+        kinds.add(Kind.VALUE)
+    elif view.yielded and not kinds:
+        kinds.add(Kind.AT)  # a guess: widened where the body yields something else
+    return kinds.pop() if len(kinds) == 1 else Kind.EITHER
+
+
+def settled_at(view: MultiView, offset) -> bool:
+    """Whether every round after the first finds the value at `offset`: a ring of one slot there,
+    after one init operand at most (`_Settled`)."""
+    return len(view.initial) <= 1 and len(view.slots) == 1 and not view.yielded and same(view.slots[0], offset)
 
 
 @register_impls
@@ -78,7 +98,7 @@ class CompiledFunctions(JxFunctions):
     kernel to the next (`Retrace`)."""
     _next: tuple = ()
     """The places the body of the loop being run computes the next round's values into."""
-    _rings: Sequence[Ring] = ()
+    _views: Sequence[MultiView] = ()
     """That loop's multi-views in the round being run."""
     _state: tuple = ()
     """Where that loop's carried values are in the round being run."""
@@ -204,8 +224,8 @@ class CompiledFunctions(JxFunctions):
         if isinstance(place, NextAttr):
             k = place.position.data
             if place.nth.data:
-                ring = self._rings[k]
-                return ring.toggle(self._state[k], *(self._state[j] for j in ring.held), nth=place.nth.data)
+                view = self._views[k]
+                return view.toggle((self._state[k], *(self._state[j] for j in view.holds)), TRACED, place.nth.data)
             return self._next[k]
         return None if place is None else place.offset.data
 
@@ -217,7 +237,7 @@ class CompiledFunctions(JxFunctions):
         # host constants until an op counts a copy or checks a round: then traced (`CompiledRun.interpret`)
         self.arena.copied, self.wrong_rounds = (np.uint32(0), np.uint32(0)), np.bool_(False)
         self.one_kernel_calls = 0
-        self._next, self._rings = (), ()
+        self._next, self._views = (), ()
         results = super().call_func(interpreter, op, args)
         outputs = op.body.block.last_op.operands
         return tuple(self.arena.read(v, layout_of(o.type)) for v, o in zip(results, outputs))
@@ -417,12 +437,12 @@ class CompiledFunctions(JxFunctions):
 
     def loop(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
         layouts = self.layout(op).outputs
-        rings = [self.ring(v) for v in op.attributes["mem.views"].data]
+        views = [self.resolved(v) for v in op.attributes["mem.views"].data]
         # a ring whose first slot is the init operand's memory reads it where it lies in round 0
         # (`ArenaFunctions.run_while`)
-        state = self.arrive(rings, 0, args, args, layouts)
+        state = self.arrive(views, 0, args, args, layouts)
         go = self.test(interpreter, op, state)
-        kinds = self.learned(op, [joined(kind_of(v), g.kind(args)) for v, g in zip(state, rings)])
+        kinds = self.learned(op, [joined(kind_of(v), carried_kind(view, args)) for v, view in zip(state, views)])
         # a loop that says it runs several rounds counts them, where XLA sees its trip count, and
         # carries whether the program's own condition agreed in every round; another carries that
         # condition (counting a loop of one round made XLA copy the arena in random programs 0, 5
@@ -439,8 +459,8 @@ class CompiledFunctions(JxFunctions):
         # cannot tell equal are not fused (the read is a copy of its own). The plan foretells most:
         # a ring of one slot that the init operand lies in starts settled, so that a guess the
         # body confirms costs no second trace of it (nor of the loops inside it)
-        settled: dict[int, int] = {k: first.offset for k, (first, ring) in enumerate(zip(state, rings))
-                                   if isinstance(first, At) and ring.holds(first.offset)}
+        settled: dict[int, int] = {k: first.offset for k, (first, view) in enumerate(zip(state, views))
+                                   if isinstance(first, At) and settled_at(view, first.offset)}
         unsettled: set[int] = set()  # settled once, then found elsewhere after a round
 
         def at_settled(state: tuple) -> tuple:
@@ -450,7 +470,7 @@ class CompiledFunctions(JxFunctions):
             self.threaded, round_, before, state = carry
             state = at_settled(state)
             self.arena.base = self.arena.base & round_  # still 0, but no longer the same in every round
-            following = self.step(interpreter, op, rings, args, layouts, round_, state)
+            following = self.step(interpreter, op, views, args, layouts, round_, state)
             constant = {k: v.offset for k, (v, first) in enumerate(zip(following, start_state)) if k not in settled and k not in unsettled
                         and isinstance(v, At) and isinstance(first, At) and same(first.offset, v.offset)}
             constant.update({k: None for k, offset in settled.items()
@@ -494,36 +514,27 @@ class CompiledFunctions(JxFunctions):
         return tuple(self.encode(v, kind, layout, owner, i, c)
                      for i, (v, kind, layout, c) in enumerate(zip(values, kinds, layouts, carried)))
 
-    def ring(self, views: ViewsAttr) -> Ring:
-        """A multi-view in the round being run of the enclosing loop (`ViewsAttr.within`)."""
-        initial = tuple(i.data for i in views.initial.data)
-        slots = views.slots.data
-        if not any(isinstance(s, NextAttr) for s in slots):
-            size = slots[0].size.data if slots else 0
-            return Ring(initial, tuple(s.offset.data for s in slots), size, bool(views.yielded.data), views.held)
-        position = slots[0].position.data
-        base = self._next[position]
-        if base is None:
-            return Ring(initial, (), 0, True)
-        size = self._rings[position].size // len(slots)
-        return Ring(initial, tuple(base + i * size for i in range(len(slots))), size, bool(views.yielded.data), views.held)
+    def resolved(self, views: ViewsAttr) -> MultiView:
+        """A loop's multi-view in the round being run of the enclosing loop (`ViewsAttr.resolved`): a
+        ring in its next view of a position lies where the enclosing body computes that value."""
+        return views.resolved(lambda position: None if self._next[position] is None else
+                              (self._next[position], self._views[position].size))
 
-    def arrive(self, rings, round_, inits, carried, layouts) -> tuple:
+    def arrive(self, views: Sequence[MultiView], round_, inits, carried, layouts) -> tuple:
         """Where each carried value is in round `round_` (`ArenaFunctions._round` and `_outside`): an
         init operand, a ring slot, the value yielded, or that value read out of the arena. A traced
         round is at least 1."""
         state = []
-        for ring, value, layout in zip(rings, carried, layouts):
-            firsts = [inits[i] for i in ring.initial]
+        for view, value, layout in zip(views, carried, layouts):
+            firsts = [inits[i] for i in view.initial]
             if isinstance(round_, int):
-                if ring.reads_init(round_) is not None:
-                    value = inits[ring.reads_init(round_)]
-            elif not ring.slots and not ring.yielded:
-                if firsts:  # a rotation of init operands
-                    value = self.pick(firsts, modulo(round_, len(firsts)), layout)
+                if (first := view.first_read(round_, TRACED)) < len(firsts):
+                    value = firsts[first]
+            elif view.rotates:  # the init operands in turn
+                value = self.pick(firsts, view.first_read(round_, TRACED), layout)
             elif len(firsts) > 1:  # init operands first, for as many rounds as they are
-                value = self.pick([*firsts, value], lax.min(round_, np.int32(len(firsts))), layout)
-            if ring.outside and isinstance(value, At | Either):
+                value = self.pick([*firsts, value], view.first_read(round_, TRACED), layout)
+            if view.outside and isinstance(value, At | Either):
                 value = self.arena.copy_out(value, layout)  # kept outside the arena
             state.append(value)
         return tuple(state)
@@ -545,16 +556,16 @@ class CompiledFunctions(JxFunctions):
         value = self.run_block(interpreter, op.cond.block, state)[0]
         return jnp.asarray(self.arena.read(value, layout_of(op.cond.block.last_op.operands[0].type)), jnp.bool_)
 
-    def step(self, interpreter: Interpreter, op: jx.WhileOp, rings, inits, layouts, round_, state) -> tuple:
+    def step(self, interpreter: Interpreter, op: jx.WhileOp, views, inits, layouts, round_, state) -> tuple:
         """Run the body in (traced) round `round_`; where each value is in the next round."""
-        outer = self._next, self._rings, self._state
-        self._rings, self._state = rings, state
-        self._next = tuple(g.toggle(s, *(state[j] for j in g.held)) if g.toggles else g.slot(round_ + 1)
-                           for g, s in zip(rings, state))
+        outer = self._next, self._views, self._state
+        self._views, self._state = views, state
+        self._next = tuple(v.toggle((s, *(state[j] for j in v.holds)), TRACED) if v.toggles else v.slot(round_ + 1, TRACED)
+                           for v, s in zip(views, state))
         try:
             yielded = self.run_block(interpreter, op.body.block, state)
-            ring = [k for k, g in enumerate(rings) if g.slots and not g.yielded]
-            due = {k: reads_ring(rings[k], round_ + 1) for k in ring}
+            ring = [k for k, v in enumerate(views) if v.slots and not v.yielded]
+            due = {k: views[k].past_initial(round_ + 1, TRACED) for k in ring}
             now = [k for k in ring if due[k] is True]
             # values due in their slots move together, every source read before any is written over
             carried = replace(yielded, now, self.arena.move(
@@ -563,8 +574,8 @@ class CompiledFunctions(JxFunctions):
             later = [k for k in ring if due[k] is not True]
             carried = replace(carried, later, [self.place(carried[k], layouts[k], self._next[k], due[k]) for k in later])
         finally:
-            self._next, self._rings, self._state = outer
-        return self.arrive(rings, round_ + 1, inits, carried, layouts)
+            self._next, self._views, self._state = outer
+        return self.arrive(views, round_ + 1, inits, carried, layouts)
 
     def place(self, value, layout: Layout, offset, due):
         """`value` moved to a ring slot where the next round reads that slot (`due`; traced where the

@@ -1,6 +1,6 @@
 """Offsets and rounds while the kernel is traced: Python ints where the plan fixes them, traced int32
-scalars where they depend on the round, and the multi-view of a carried position in one run of its
-loop (`Ring`).
+scalars where they depend on the round; the multi-view rule evaluated on them (`TRACED`); windows
+of values.
 
 Offsets and rounds are int32 scalars at least 0, traced by the ops below rather than jnp's
 operators: jnp makes a jitted call of each operator on a tracer (some 900 in the kernel of the
@@ -9,10 +9,8 @@ more ops each, which XLA compiles into every loop round that computes a slot's o
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -20,7 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxalloc.execution.compiled.kinds import At, Either, Kind, kind_of
+from jaxalloc.dialects.mem import Arithmetic
+from jaxalloc.execution.compiled.kinds import At, Either
 
 
 def same(a, b) -> bool:
@@ -51,13 +50,6 @@ def modulo(round_, n: int):
     return lax.convert_element_type(lax.rem(lax.convert_element_type(round_, np.uint32), np.uint32(n)), np.int32)
 
 
-def either_slot(busy, taken, free):
-    """`free` where `busy` is False (None: known free), else `taken`: offsets, each an int or traced."""
-    if busy is None or same(taken, free):
-        return free
-    return lax.select(busy, np.int32(taken) if isinstance(taken, int) else taken, np.int32(free) if isinstance(free, int) else free)
-
-
 def entry(values: Sequence[Any], index):
     """`values[index]` at a traced index within them: selects, which XLA fuses into their readers."""
     if all(isinstance(v, int) for v in values) and len(set(values)) == 1:
@@ -65,96 +57,52 @@ def entry(values: Sequence[Any], index):
     return lax.select_n(index, *(np.asarray(v, np.bool_ if isinstance(v, bool) else np.int32) if isinstance(v, int) else v for v in values))
 
 
-@dataclass(frozen=True)
-class Ring:
-    """One carried position's multi-view in one run of its loop: the init operands the first rounds
-    read, then a ring of slots (offsets, each `size` bytes), or the value yielded where it is."""
+class _Traced:
+    """The multi-view rule's ops (`mem.Arithmetic`) on rounds and offsets that are traced int32 scalars,
+    or Python ints where the plan fixes them, traced by the ops above. A flag whether a value lies
+    in a slot is known where both offsets are ints, else traced; the value is `At` or `Either` (in
+    the arena where its flag holds), or an array (outside the arena)."""
 
-    initial: tuple[int, ...]
-    slots: tuple[Any, ...]
-    size: int
-    yielded: bool
-    held: tuple[int, ...] = ()
-    """A toggle ring's other positions whose values its slots may hold (`ViewsAttr.holds`)."""
+    def later(self, round_, n: int):
+        # the constant subtracted: an int32 constant added would be taken for an offset (`offsets_as_arguments`)
+        return round_ + n if isinstance(round_, int) else lax.sub(round_, np.int32(-n))
 
-    @property
-    def toggles(self) -> bool:
-        return self.yielded and bool(self.slots)
+    def remainder(self, round_, n: int):
+        return modulo(round_, n)
 
-    def holds(self, offset) -> bool:
-        """Whether every round after the first finds the value at `offset`: a ring of one slot there,
-        after one init operand at most."""
-        return len(self.initial) <= 1 and len(self.slots) == 1 and not self.yielded and same(self.slots[0], offset)
+    def minimum(self, round_, n: int):
+        return min(round_, n) if isinstance(round_, int) else lax.min(round_, np.int32(n))
 
-    def reads_init(self, round_: int) -> int | None:
-        """The init operand round `round_` reads in place, if it reads one (`ViewsAttr.view`)."""
-        if self.initial and (not (self.slots or self.yielded) or round_ < len(self.initial)):
-            return self.initial[round_ % len(self.initial)]
-        return None
+    def at_least(self, round_, n: int):
+        return round_ >= n
 
-    @property
-    def outside(self) -> bool:
-        """Whether the rounds read the value kept outside the arena."""
-        return not (self.initial or self.slots or self.yielded)
+    def entry(self, values: Sequence[Any], index):
+        return values[index] if isinstance(index, int) else entry(values, index)
 
-    def slot(self, round_):
-        """The slot of the ring that round `round_` reads once it reads no init operand (None: no ring)."""
-        if not self.slots or self.yielded:
-            return None
-        if isinstance(round_, int):
-            return self.slots[(round_ - len(self.initial)) % len(self.slots)]
-        if len(self.slots) == 1:
-            return self.slots[0]  # a constant, which the kernel takes as an argument (`offsets_as_arguments`)
-        # the remainder of a number at least 0 (`modulo`), the same as round_ - len(initial)'s; the
-        # constant subtracted, as an added one would be taken for an offset
-        if lead := -len(self.initial) % len(self.slots):
-            round_ = lax.sub(round_, np.int32(-lead))
-        return entry(self.slots, modulo(round_, len(self.slots)))
-
-    def kind(self, inits) -> Kind:
-        """The kind of what a round after the first reads, as far as the plan tells."""
-        kinds = {kind_of(inits[i]) for i in self.initial[1:] if self.slots or self.yielded} | (
-            {kind_of(inits[i]) for i in self.initial} if not (self.slots or self.yielded) else set()
-        )
-        if self.slots and not self.yielded:
-            kinds.add(Kind.AT)
-        elif self.outside:
-            kinds.add(Kind.VALUE)
-        elif self.yielded and not kinds:
-            kinds.add(Kind.AT)  # a guess: widened where the body yields something else
-        return kinds.pop() if len(kinds) == 1 else Kind.EITHER
-
-    def toggle(self, *values, nth: int = 0):
-        """A toggle ring's next slot: the first (the `nth` after it) that none of `values` (the
-        current value and those of the positions it holds) is in; where too few are free, the first."""
-        # picks[m]: the m-th free slot among those after the one looked at, slots looked at last first
-        picks = [self.slots[0]] * (nth + 1)
-        for slot in reversed(self.slots):
-            taken = [t for t in (self._in(value, slot) for value in values) if t is not False]
-            if any(t is True for t in taken):
-                continue
-            busy = functools.reduce(lax.bitwise_or, taken) if taken else None
-            picks = [either_slot(busy, pick, slot if m == 0 else picks[m - 1]) for m, pick in enumerate(picks)]
-        return picks[nth]
-
-    def _in(self, value, slot):
-        """Whether `value` lies in `slot` (False, True or a traced bool)."""
+    def lies_in(self, value, slot, size: int):
         if not isinstance(value, At | Either):
             return False
         offset = value.offset
         if isinstance(offset, int) and isinstance(slot, int):
-            inside = slot <= offset < slot + self.size
+            inside = slot <= offset < slot + size
         else:  # a traced offset, or a slot of a ring in an enclosing loop's next view
             start, at = (np.int32(x) if isinstance(x, int) else x for x in (slot, offset))
-            inside = lax.bitwise_and(lax.le(start, at), lax.lt(at, lax.add(start, np.int32(self.size))))
+            inside = lax.bitwise_and(lax.le(start, at), lax.lt(at, lax.add(start, np.int32(size))))
         if isinstance(value, Either):
             inside = inside & value.inside
         return bool(inside) if isinstance(inside, bool | np.bool_) else inside
 
+    def or_(self, a, b):
+        return lax.bitwise_or(a, b)
 
-def reads_ring(ring: Ring, round_):
-    """Whether round `round_` (at least 1) reads the ring rather than an init operand."""
-    return True if len(ring.initial) <= 1 else round_ >= len(ring.initial)
+    def unless(self, busy, taken, free):
+        if busy is None or same(taken, free):
+            return free
+        return lax.select(busy, np.int32(taken) if isinstance(taken, int) else taken, np.int32(free) if isinstance(free, int) else free)
+
+
+TRACED: Arithmetic = _Traced()
+"""The multi-view rule (`mem.MultiView`) evaluated while the kernel is traced."""
 
 
 def contiguous(shape: Sequence[int], sizes: Sequence[int]) -> bool:
