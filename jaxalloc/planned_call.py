@@ -70,8 +70,9 @@ _runners: weakref.WeakKeyDictionary[core.ClosedJaxpr, dict[Options, Runner]] = w
 """The runner of each program, by the jaxpr and the options: the planned function's own for the
 program it traced, one planned anew for each program a rule derives."""
 
-make_runner: Callable[[core.ClosedJaxpr, Options, str], Runner] | None = None
-"""Plans a derived program (`jaxalloc.api` sets it): its jaxpr, options and a name."""
+def make_runner(jaxpr: core.ClosedJaxpr, options: Options, name: str) -> Runner:
+    """Plans a derived program: its jaxpr, options and a name (`jaxalloc.api` puts its own here)."""
+    raise NotImplementedError("import jaxalloc: jaxalloc.api plans the programs a transformation derives")
 
 
 def bind(flat_args: Sequence[Any], jaxpr: core.ClosedJaxpr, options: Options, runner: Runner) -> list[Any]:
@@ -257,9 +258,9 @@ def _linearize(is_vjp: bool, nonzeros: Sequence[bool], *primals, jaxpr: core.Clo
     forward, residuals_out, out_nonzeros, forwarded, tangent = _linear_programs(jaxpr, tuple(nonzeros), is_vjp)
     outs = _call(*primals, jaxpr=forward, options=options)
     primals_out, computed = _split(outs, len(outs) - residuals_out)
-    computed = iter(computed)
+    residuals_computed = iter(computed)
     inputs = [*jaxpr.consts, *primals]
-    residuals = [next(computed) if k is None else inputs[k] for k in forwarded]
+    residuals = [next(residuals_computed) if k is None else inputs[k] for k in forwarded]
 
     def tangent_fun(residuals, *tangents):
         outs = _call(*residuals, *_nonzero(tangents, nonzeros), jaxpr=tangent, options=options)
@@ -293,8 +294,8 @@ def _partial_eval(trace: pe.JaxprTrace, *tracers, jaxpr: core.ClosedJaxpr, optio
                                unknown_jaxpr.effects, source_info_util.current())
     for t in staged_out:
         t.recipe = recipe
-    known_outs, staged_out = iter(known_outs), iter(staged_out)
-    return [next(staged_out) if unknown else next(known_outs) for unknown in out_unknowns]
+    knowns, unknowns_out = iter(known_outs), iter(staged_out)
+    return [next(unknowns_out) if unknown else next(knowns) for unknown in out_unknowns]
 
 
 @weakref_lru_cache
