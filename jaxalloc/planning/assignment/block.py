@@ -33,9 +33,9 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     may take their bytes, an elementwise op or update computed in place into one where it dies.
 
     `loop_outputs_inside` (outputs outside): an output that a loop or a branch computes, a view of one
-    or a value computed in place from one (`loop_memory`) stays in the arena all the same. Outside, it would be a buffer of the loop's or branch's
-    own beside the arena, into which each round's value is computed apart from its operands in the
-    arena; inside, each round updates it where it lies.
+    or a value computed in place from one (`loop_memory`) stays in the arena all the same. Outside, it
+    would be a buffer of the loop's or branch's own beside the arena, into which each round's value is
+    computed apart from its operands in the arena; inside, each round updates it where it lies.
 
     `products_outside`: the values that a matrix product or a convolution of the function's block
     reads or computes (`PRODUCTS`) stay outside the arena, in buffers of XLA's own: XLA computes
@@ -45,11 +45,11 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
+    shared = loop_memory(block) if loop_outputs_inside or products_outside else set()
     if not include_outputs:
-        kept = loop_memory(block) if loop_outputs_inside else set()
-        outside.update(v for v in block.last_op.operands if v not in kept)
+        outside.update(v for v in block.last_op.operands if not (loop_outputs_inside and v in shared))
     if products_outside:
-        outside.update(products_values(block))
+        outside.update(products_values(block, shared))
     return BlockPlanner(block, BlockContext(options, outside, dictated={}, foldable=inside, donated=inside)).run()
 
 
@@ -57,7 +57,7 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
     """Plans one block: merges values into buffers, recurses into regions, allocates."""
 
     def __init__(self, block: Block, context: BlockContext):
-        self.block, self.context, self.options = block, context, context.options
+        self.block, self.options = block, context.options
         self.outside, self.dictated, self.foldable = context.outside, context.dictated, context.foldable
         self.ring_holders, self.donated, self.unsettled = context.ring_holders, context.donated, context.unsettled
         self.lent, self.followed, self.pools, self.stable = context.lent, context.followed, context.pools, context.stable

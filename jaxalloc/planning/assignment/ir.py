@@ -39,12 +39,11 @@ def defined_within(value: SSAValue, block: Block) -> bool:
     return False
 
 
-def products_values(block: Block) -> set[SSAValue]:
+def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
     """The operands and results of the matrix products and convolutions of `block` (a fused op
-    holding one counts as one), but constants and values that may share a buffer with a loop's or a
-    branch's result (`loop_memory`): outside the arena, such a value would take the loop's ring or
-    the case result's memory out with it, into a buffer of XLA's own."""
-    shared = loop_memory(block)
+    holding one counts as one), but constants and the values `shared`, which may share a buffer with
+    a loop's or a branch's result (`loop_memory`): outside the arena, such a value would take the
+    loop's ring or the case result's memory out with it, into a buffer of XLA's own."""
     found: set[SSAValue] = set()
     for op in block.ops:
         inner = op.body.block.ops if isinstance(op, jx.FusedOp) else (op,)
