@@ -1,4 +1,5 @@
-"""Where a first call's time goes: `jax.jit`'s against the compiled arena's, phase by phase.
+"""Where a first call's time goes: `jax.jit`'s against the compiled arena's, phase by phase; and,
+with `--second-process`, a later process's first call with both persistent caches on.
 
 Per program of `benchmarks/speed.py`: jit's first call and its XLA compile, then the compiled
 arena's first call (`mode="compiled"`, the default passes) split as `RunStats.phases` reports it:
@@ -7,15 +8,29 @@ compile. Then the ratio of XLA's compile of the kernel to jit's whole first call
 ours could remove), of the rest (our own work), and the fusions in each executable. Prints a
 Markdown table; each program's phases go to stderr as it finishes.
 
+`--second-process`: per program of `benchmarks/speed.py` and of the library corpus
+(`benchmarks/library_models.py`), JAX's persistent compilation cache and jaxalloc's kernel cache on
+(`JAX_COMPILATION_CACHE_DIR`, `JAXALLOC_CACHE_DIR`, folders of the run's own) and warmed by one
+process that calls `jax.jit(f)` and one that calls `planned(f)`; then, `--rounds` times, a fresh
+process times jit's first call and another the planned function's, in turns. Prints the best of
+the rounds of each, their ratio, the phases of the planned first call (a cache hit: the trace, the
+cache load, lowering the loaded kernel, XLA's compile, which finds it in JAX's cache, and the call),
+and the geometric mean of the ratios.
+
     python benchmarks/first_call.py [--programs MLP,LSTM]
+    python benchmarks/first_call.py --second-process [--programs MLP,LSTM] [--rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import jax
 
@@ -68,11 +83,92 @@ def print_table(rows: list[tuple[str, dict]]) -> None:
         print(f"\n{label} / jit's first call: geometric mean {_geomean(ratios):.2f}, most {max(ratios):.2f}")
 
 
+GROUPS = ("benchmark", "library")
+
+
+def group_programs(group: str) -> list:
+    """(name, function, example arguments) of one group: `speed.py`'s programs or the library corpus."""
+    if group == "benchmark":
+        return benchmark_programs()
+    from library_models import library_programs_list
+
+    return library_programs_list()
+
+
+def first_call_in_this_process(group: str, name: str, how: str) -> dict:
+    """One fresh process's first call of a program, jitted or planned (`--child`): its seconds and,
+    planned, its phases."""
+    (fn, args), = [(fn, args) for n, fn, args in group_programs(group) if n == name]
+    jax.block_until_ready(args)
+    function = jax.jit(fn) if how == "jit" else planned(fn)
+    start = time.perf_counter()
+    jax.block_until_ready(function(*args))
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "phases": function.last_run.phases if how == "planned" else {}}
+
+
+def first_call_in_a_new_process(group: str, name: str, how: str, environment: dict) -> dict:
+    child = [sys.executable, __file__, "--child", how, "--group", group, "--programs", name]
+    done = subprocess.run(child, env=environment, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{how} {name} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def second_process(wanted: list[str] | None, rounds: int) -> None:
+    """The `--second-process` table (module docstring)."""
+    folder = Path(tempfile.mkdtemp(prefix="jaxalloc-first-call-"))
+    environment = dict(
+        os.environ, JAX_COMPILATION_CACHE_DIR=str(folder / "jax"), JAXALLOC_CACHE_DIR=str(folder / "jaxalloc"),
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+    )
+    rows = []
+    for group in GROUPS:
+        for name, _, _ in group_programs(group):
+            if wanted and not any(w.lower() in name.lower() for w in wanted):
+                continue
+            for how in ("jit", "planned"):  # the caches warmed
+                first_call_in_a_new_process(group, name, how, environment)
+            runs: dict[str, list[dict]] = {"jit": [], "planned": []}
+            for _ in range(rounds):
+                for how in ("jit", "planned"):
+                    runs[how].append(first_call_in_a_new_process(group, name, how, environment))
+            jit = min(r["seconds"] for r in runs["jit"])
+            best = min(runs["planned"], key=lambda r: r["seconds"])
+            rows.append((group, name, jit, best))
+            print(f"measured {name}: jit {jit:.3f} s, planned {json.dumps(best)}", file=sys.stderr, flush=True)
+    print()
+    print("| program | jit first s | planned first s | / jit | planned: trace | cache load | lower | XLA compile | call |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for group, name, jit, best in rows:
+        phases = best["phases"]
+        cells = [f"{phases.get(p, 0.0):.3f}" for p in ("trace", "cache load", "lower", "XLA compile", "call")]
+        label = name if group == "benchmark" else f"{name} (library)"
+        if "plan" in phases:  # the kernel was not found in jaxalloc's cache: the row says so
+            label += " (kernel cache missed)"
+        print(f"| {label} | {jit:.3f} | {best['seconds']:.3f} | {best['seconds'] / jit:.2f} | " + " | ".join(cells) + " |")
+    ratios = [best["seconds"] / jit for _, _, jit, best in rows]
+    print(f"\nplanned first call / jit's, a second process with both caches warm: geometric mean "
+          f"{_geomean(ratios):.2f}, least {min(ratios):.2f}, most {max(ratios):.2f} ({len(rows)} programs, "
+          f"best of {rounds} fresh processes each)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", help="comma-separated parts of program names to run (default: all)")
+    parser.add_argument("--second-process", action="store_true",
+                        help="a later process's first call, JAX's and jaxalloc's persistent caches warm")
+    parser.add_argument("--rounds", type=int, default=2, help="--second-process: fresh processes of each")
+    parser.add_argument("--child", choices=("jit", "planned"), help=argparse.SUPPRESS)
+    parser.add_argument("--group", choices=GROUPS, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.child:
+        print(json.dumps(first_call_in_this_process(options.group, options.programs, options.child)))
+        return
     wanted = options.programs.split(",") if options.programs else None
+    if options.second_process:
+        second_process(wanted, options.rounds)
+        return
     rows = []
     for name, fn, args in benchmark_programs():
         if wanted and not any(w.lower() in name.lower() for w in wanted):

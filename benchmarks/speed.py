@@ -5,11 +5,14 @@ compiled arena (`mode="compiled"`, after the default passes), of the compiled ar
 (`passes=("jx-dce",)`: no fusion) and of the op-by-op arena (`mode="arena"`), the first call of
 each (tracing, passes, planning, compiling), and the ratios to jit, with their geometric means;
 XLA's compile of the compiled kernel alone (JAX's caches cleared, after every program has run: the
-part of the compiled first call that is XLA's, against the whole of jit's first call);
+part of the compiled first call that is XLA's, against the whole of jit's first call), and the
+phase of the compiled first call that took longest (`RunStats.phases`);
 then, for the compiled kernel, its arena, its own temp memory
 (`memory_analysis()`, beside the arena), the largest single op's operands and results (what that
 temp may be), and the copies of the arena XLA put in the kernel (0 when it updates the arena in
-place). Prints Markdown tables; each program's measurements go to stderr as it finishes.
+place). The programs are this script's (`benchmark_programs`) and the library corpus
+(`benchmarks/library_models.py`), with the geometric means of each group and of both. Prints
+Markdown tables; each program's measurements go to stderr as it finishes.
 
     python benchmarks/speed.py [--programs MLP,LSTM] [--repeats N] [--no-op-by-op]
 """
@@ -99,6 +102,7 @@ def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> tuple[di
         "own ops first": first_time(lambda: own_ops(*args)),
         "compiled first": first_time(lambda: compiled(*args)),
     }
+    row["phases"] = compiled.last_run.phases
     row["jit"], row["own ops"], row["compiled"] = best_times(
         [lambda: jitted(*args), lambda: own_ops(*args), lambda: compiled(*args)], repeats
     )
@@ -124,12 +128,31 @@ def _geomean(values: list[float]) -> float:
     return math.prod(values) ** (1 / len(values))
 
 
-def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
+def largest_phase(phases: dict[str, float]) -> str:
+    """The phase of a first call that took longest, and its share of the phases' sum."""
+    name = max(phases, key=phases.__getitem__)
+    return f"{name} ({phases[name] / sum(phases.values()):.0%})"
+
+
+def print_means(rows: list[tuple[str, dict]], op_by_op: bool, group: str) -> None:
+    """The geometric means of the warm and first-call ratios to jit of `rows`."""
+    print(f"\n{group} ({len(rows)} programs):")
+    for label, key in [("compiled", "compiled"), ("own ops, compiled", "own ops")] + [("op by op", "arena")] * op_by_op:
+        warm = [r[key] / r["jit"] for _, r in rows]
+        first = [r[key + " first"] / r["jit first"] for _, r in rows]
+        print(f"- {label} / jit, warm: geometric mean {_geomean(warm):.2f}, most {max(warm):.2f}; "
+              f"first call: geometric mean {_geomean(first):.2f}, most {max(first):.2f}")
+    alone = [r["kernel compile"] / r["jit first"] for _, r in rows]
+    print(f"- XLA's compile of the compiled kernel alone / jit's first call: geometric mean {_geomean(alone):.2f}, "
+          f"most {max(alone):.2f}")
+
+
+def print_tables(rows: list[tuple[str, dict]], op_by_op: bool, groups: dict[str, str]) -> None:
     header = ["program", "jit ms", "compiled ms", "/ jit", "own ops ms", "/ jit"]
     if op_by_op:
         header += ["op-by-op ms", "/ jit"]
     header += ["jit first s", "compiled first s", "compiled first / jit first", "kernel compile s", "/ jit first",
-               "own ops first s"] + ["op-by-op first s"] * op_by_op
+               "own ops first s"] + ["op-by-op first s"] * op_by_op + ["compiled first: longest phase"]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
     for name, r in rows:
@@ -141,15 +164,13 @@ def print_tables(rows: list[tuple[str, dict]], op_by_op: bool) -> None:
                   f"{r['kernel compile']:.2f}", f"{r['kernel compile'] / r['jit first']:.2f}", f"{r['own ops first']:.2f}"]
         if op_by_op:
             cells += [f"{r['arena first']:.2f}"]
+        cells += [largest_phase(r["phases"])]
         print("| " + " | ".join(cells) + " |")
-    for label, key in [("compiled", "compiled"), ("own ops, compiled", "own ops")] + [("op by op", "arena")] * op_by_op:
-        warm = [r[key] / r["jit"] for _, r in rows]
-        first = [r[key + " first"] / r["jit first"] for _, r in rows]
-        print(f"\n{label} / jit, warm: geometric mean {_geomean(warm):.2f}, most {max(warm):.2f}; "
-              f"first call: geometric mean {_geomean(first):.2f}, most {max(first):.2f}")
-    alone = [r["kernel compile"] / r["jit first"] for _, r in rows]
-    print(f"\nXLA's compile of the compiled kernel alone / jit's first call: geometric mean {_geomean(alone):.2f}, "
-          f"most {max(alone):.2f}")
+    for group in dict.fromkeys(groups.values()):
+        chosen = [(name, r) for name, r in rows if groups[name] == group]
+        print_means(chosen, op_by_op, group)
+    if len(set(groups.values())) > 1:
+        print_means(rows, op_by_op, "all")
     print()
     print("| program (compiled) | arena | kernel temp | largest op | arena copies in the kernel | copied bytes |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -164,10 +185,14 @@ def main() -> None:
     parser.add_argument("--no-op-by-op", dest="op_by_op", action="store_false", help="skip the op-by-op arena")
     options = parser.parse_args()
     wanted = options.programs.split(",") if options.programs else None
-    rows, compiles = [], []
-    for name, fn, args in benchmark_programs():
+    rows, compiles, groups = [], [], {}
+    from library_models import library_programs_list
+
+    for group, name, fn, args in [*(("benchmark programs", *p) for p in benchmark_programs()),
+                                  *(("library corpus", *p) for p in library_programs_list())]:
         if wanted and not any(w.lower() in name.lower() for w in wanted):
             continue
+        groups[name] = group
         row, compile_time = measure(fn, args, options.repeats, options.op_by_op)
         rows.append((name, row))
         compiles.append(compile_time)
@@ -175,7 +200,7 @@ def main() -> None:
     for (_, row), compile_time in zip(rows, compiles):
         row["kernel compile"] = compile_time()
     print()
-    print_tables(rows, options.op_by_op)
+    print_tables(rows, options.op_by_op, groups)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ _HOMES = {
     "RunStats": "jaxalloc.api",
     "TraceFormatError": "jaxalloc.errors",
     "UnsupportedProgramError": "jaxalloc.errors",
+    "config": "jaxalloc.execution.compiled.cache",
     "planned": "jaxalloc.api",
     "plans": "jaxalloc.api",
 }

@@ -29,7 +29,7 @@ from xdsl.interpreter import PythonValues
 from jaxalloc.allocators import get_allocator
 from jaxalloc.checks.sanitizer import CheckedFunctions
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
-from jaxalloc.execution.compiled import CompiledFunctions, CompiledRun
+from jaxalloc.execution.compiled import CompiledFunctions, CompiledRun, cache
 from jaxalloc.execution.interpreter import (
     ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter, weak_type, with_weak_type,
 )
@@ -209,8 +209,9 @@ class Phases:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
     @contextlib.contextmanager
-    def kernel(self):
-        """A kernel's first call, its lowering and compile apart from the rest (its trace)."""
+    def kernel(self, rest: str = "kernel trace"):
+        """A kernel's first call, its lowering and compile apart from the rest: its trace, or, for a
+        kernel from the persistent cache (`rest="call"`), tracing the call of it and running it."""
         events = {self.LOWER: 0.0, self.COMPILE: 0.0}
 
         def heard(event: str, seconds: float, **_) -> None:
@@ -224,8 +225,9 @@ class Phases:
         finally:
             jax.monitoring.unregister_event_duration_listener(heard)
             whole = time.perf_counter() - start
-            self.seconds["kernel trace"] = whole - events[self.LOWER] - events[self.COMPILE]
-            self.seconds["lower"], self.seconds["XLA compile"] = events[self.LOWER], events[self.COMPILE]
+            for name, seconds in ((rest, whole - events[self.LOWER] - events[self.COMPILE]),
+                                  ("lower", events[self.LOWER]), ("XLA compile", events[self.COMPILE])):
+                self.seconds[name] = self.seconds.get(name, 0.0) + seconds
 
     def take(self) -> dict[str, float]:
         """The phases timed so far, which the next call will not report again."""
@@ -273,7 +275,8 @@ class _Traced:
 
     closed_jaxpr: core.ClosedJaxpr
     out_tree: Any
-    converted: Converted
+    source: Converted | Callable[[], Converted]
+    """The jx module after the passes, or what converts the jaxpr and runs the passes (`converted`)."""
     schedules: Schedules = field(default_factory=Schedules)
     plans: dict[tuple[str, int], tuple[Plan, Schedules, dict]] = field(default_factory=dict)
     """Per (allocator, alignment): the plan the op-by-op modes run, and the schedules and op layouts
@@ -283,8 +286,6 @@ class _Traced:
     its arena between calls: the plan compiled into one kernel (`CompiledRunner`)."""
     donated: tuple[int, ...] = ()
     """The flat arguments donated (`donate_argnums` / `donate_argnames`), planned in the arena."""
-    deleted: tuple[int, ...] = ()
-    """The donated arguments a call deletes: those `jax.jit` would (`_deleted_by_jit`)."""
     phases: Phases = field(default_factory=Phases)
     """The work of calls so far that no call has reported yet (`RunStats.phases`)."""
     closed_over: tuple = ()
@@ -292,6 +293,34 @@ class _Traced:
     arguments."""
     made: dict[tuple[tuple[str, int], PlanOptions], Plan] = field(default_factory=dict)
     """The plans made so far, per (allocator, alignment) and `PlanOptions` (`plan`)."""
+    cache_keys: dict[tuple[tuple[str, int], bool, bool], str | None] = field(default_factory=dict)
+    """Per kernel variant (`kernels`): its key in the persistent kernel cache, None where it has none."""
+    _converted: Converted | None = None
+    _deleted: tuple[int, ...] | None = None
+
+    @property
+    def converted(self) -> Converted:
+        """The jx module after the passes, made on first use: a call that finds its kernel in the
+        persistent cache never needs it."""
+        if self._converted is None:
+            if isinstance(self.source, Converted):
+                self._converted = self.source
+            else:
+                with _collector_paused(), core.eval_context():
+                    self._converted = self.source()
+        return self._converted
+
+    @property
+    def deleted(self) -> tuple[int, ...]:
+        """The donated arguments a call deletes: those `jax.jit` would (`_deleted_by_jit`), found on first use."""
+        if self._deleted is None:
+            with core.eval_context():
+                self._deleted = _deleted_by_jit(self, self.donated)
+        return self._deleted
+
+    @deleted.setter
+    def deleted(self, deleted: tuple[int, ...]) -> None:
+        self._deleted = deleted
 
     def plan(self, key: tuple[str, int], options: PlanOptions) -> Plan:
         """The plan for `key` (allocator, alignment) with these options, made once."""
@@ -411,31 +440,80 @@ class CompiledRunner(ModeRunner):
         runs each loop as its ops' kernels: XLA's CPU backend cannot compile a loop into one kernel
         (`one_kernel`) inside a computation that is not the kernel's own."""
         variant = self._variant(inline)
-        if variant not in traced.kernels:
+        if variant not in traced.kernels and not self._load(traced, variant):
             plan = self.plan(traced)
             with traced.phases.timed("plan"):
                 functions = CompiledFunctions(traced.converted.table, Schedules(), layouts={})
                 traced.kernels[variant] = CompiledRun(
                     plan.module, traced.converted.func.sym_name.data, plan.arena_bytes, functions, traced.deleted,
                     traced.closed_jaxpr.out_avals, small_loops=not inline, keep_arena=variant[2],
+                    store=self.cache_key(traced, variant) is not None,
                 )
         return traced.kernels[variant]
+
+    def cache_key(self, traced: _Traced, variant) -> str | None:
+        """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is
+        off or the kernel is not one to keep: one inline in an enclosing computation, one of a function
+        that closes over an enclosing trace's values or has effects, or any under `jax.disable_jit()`."""
+        if variant not in traced.cache_keys:
+            keep = cache.cache_dir() is not None and not variant[1] and not traced.closed_over and not jax.config.jax_disable_jit
+            options = {"mode": self.mode, "allocator": self.options.allocator, "alignment": self.options.alignment,
+                       "passes": self.options.passes, "keep_arena": variant[2], "donated": traced.donated,
+                       "plan": dataclasses.asdict(self.plan_options)}
+            traced.cache_keys[variant] = cache.kernel_key(traced.closed_jaxpr, options) if keep else None
+        return traced.cache_keys[variant]
+
+    def _load(self, traced: _Traced, variant) -> bool:
+        """Whether the persistent kernel cache had the kernel (now `traced.kernels[variant]`)."""
+        if cache.cache_dir() is None or variant[1]:
+            return False
+        with traced.phases.timed("cache load"):
+            key = self.cache_key(traced, variant)
+            stored = cache.load(key) if key is not None else None
+            if stored is None:
+                return False
+            traced.deleted = stored.donated
+            traced.kernels[variant] = CompiledRun.from_stored(stored, traced.closed_jaxpr.out_avals, keep_arena=variant[2])
+        return True
 
     def _variant(self, inline: bool) -> tuple[tuple[str, int], bool, bool]:
         return self.key, inline, self.options.keep_arena and not inline
 
     def run(self, traced: _Traced, flat_args, listeners) -> _Ran:
-        found = traced.kernels.get(self._variant(False))
+        variant = self._variant(False)
+        found = traced.kernels.get(variant)
         first = found is None or found.kernel is None  # to plan, trace and compile
         with _collector_paused() if first else contextlib.nullcontext():
             kernel = self.kernel(traced)
-            with traced.phases.kernel() if first else contextlib.nullcontext():
-                outputs, copied, wrong_rounds = kernel(flat_args)
+            with traced.phases.kernel("call" if kernel.loaded else "kernel trace") if first else contextlib.nullcontext():
+                if first and kernel.loaded:
+                    kernel, (outputs, copied, wrong_rounds) = self._call_loaded(traced, variant, kernel, flat_args)
+                else:
+                    outputs, copied, wrong_rounds = kernel(flat_args)
+            if first and kernel.stored is not None and not kernel.loaded:
+                with traced.phases.timed("cache store"):
+                    cache.store(self.cache_key(traced, variant), kernel.stored)
         traced.delete_donated(flat_args, outputs)  # those XLA could not give to an output
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
         held = kernel.arena_bytes if self.options.keep_arena else 0
         return _Ran(outputs, kernel.arena_bytes, copied, held)
+
+    def _call_loaded(self, traced: _Traced, variant, kernel: CompiledRun, flat_args) -> tuple[CompiledRun, tuple]:
+        """The first call of a kernel from the persistent cache. One that fails before it runs (an
+        entry that this JAX cannot lower or compile, whatever else its reading let through) is
+        forgotten and built again; an error once it runs is the program's own."""
+        try:
+            return kernel, kernel(flat_args)
+        except Exception as e:  # whatever a stale entry does, it is built again
+            if any(isinstance(x, jax.Array) and x.is_deleted() for x in flat_args):
+                raise
+            warnings.warn(f"jaxalloc's kernel cache held an entry it could not run, built again: {first_line(e)}",
+                          RuntimeWarning, stacklevel=2)
+        cache.forget(self.cache_key(traced, variant))
+        del traced.kernels[variant]
+        kernel = self.kernel(traced)
+        return kernel, kernel(flat_args)
 
     def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> int | None:
         sampler.take()  # no op to sample after: the one kernel has run
@@ -586,7 +664,9 @@ class Planned:
             # outside any enclosing trace: the constants the module holds are arrays, not its tracers
             with _collector_paused(), core.eval_context():
                 traced = self._cache[key] = self._trace(statics, treedef, avals)
-            traced.donated, traced.deleted = donated, _deleted_by_jit(traced, donated)
+            traced.donated = donated
+            if not isinstance(self._runner, CompiledRunner) or cache.cache_dir() is None:
+                traced.converted, traced.deleted  # made now: nothing else could make them unneeded
         return traced
 
     def _donated(self, statics: _Statics, treedef) -> tuple[int, ...]:
@@ -622,12 +702,16 @@ class Planned:
             raise _tracing_error(name, e) from (None if _needs_static(e) else e)
         closed, out_tree = traced.jaxpr, jax.tree_util.tree_structure(traced.out_info)
         func_name = name if name.isidentifier() else "main"
-        with phases.timed("convert"):
-            converted = convert(closed, func_name)
-        for pass_name in self.options.passes:
-            with phases.timed(pass_name):
-                _run_pass(pass_name, converted)
-        return _Traced(closed, out_tree, converted, phases=phases, closed_over=tuple(traced._consts))
+
+        def lowering() -> Converted:
+            with phases.timed("convert"):
+                converted = convert(closed, func_name)
+            for pass_name in self.options.passes:
+                with phases.timed(pass_name):
+                    _run_pass(pass_name, converted)
+            return converted
+
+        return _Traced(closed, out_tree, lowering, phases=phases, closed_over=tuple(traced._consts))
 
     def trace(self, *args, **kwargs) -> core.ClosedJaxpr:
         """The ClosedJaxpr this function traces to for these arguments."""

@@ -10,6 +10,9 @@ XLA from undoing the plan.
 - `functions`: the jx ops traced over the arena (`CompiledFunctions`).
 - `rewrite`: the kernel's jaxpr with its offsets made arguments (`offsets_as_arguments`).
 - `run`: the kernel built, called and inspected (`CompiledRun`).
+- `stored`: a kernel kept as its lowered StableHLO and called from it in a later process (`StoredKernel`).
+- `cache`: the persistent kernel cache (`jaxalloc.config.update("jaxalloc_cache_dir", ...)`), keyed by
+  the function's jaxpr and options.
 """
 
 from jaxalloc.execution.compiled.functions import CompiledFunctions

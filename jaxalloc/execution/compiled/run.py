@@ -29,6 +29,7 @@ from jaxalloc.execution.arena import WORDS
 from jaxalloc.execution.compiled.functions import CompiledFunctions
 from jaxalloc.execution.compiled.kinds import Retrace
 from jaxalloc.execution.compiled.rewrite import offsets_as_arguments
+from jaxalloc.execution.compiled.stored import StoredKernel, call_stored, lowered_module
 from jaxalloc.execution.interpreter import make_interpreter, with_weak_type
 
 
@@ -60,19 +61,28 @@ class CompiledRun:
 
     def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
                  donated: Sequence[int] = (), out_avals: Sequence[Any] = (), small_loops: bool = True,
-                 keep_arena: bool = False):
-        self.arena_bytes, self.donated, self.functions = arena_bytes, tuple(donated), functions
+                 keep_arena: bool = False, store: bool = False):
+        self._set_up(arena_bytes, donated, out_avals, keep_arena)
+        self.functions: CompiledFunctions | None = functions
+        self.module, self.func_name = module, func_name
+        granule = _granule(module, arena_bytes)
+        self.word = functions.arena.word = WORDS[min(granule, 4)]
+        functions.arena.paddable = granule >= 2 * self.word.itemsize
+        functions.small_loops = small_loops and jax.default_backend() == "cpu"
+        self.store = store
+        """Whether the kernel is built to be stored (`self.stored`) and called as a later process that
+        loads it calls it, so that both compile the same module: JAX's persistent compilation cache
+        then has the executable the later one compiles."""
+
+    def _set_up(self, arena_bytes: int, donated: Sequence[int], out_avals: Sequence[Any], keep_arena: bool) -> None:
+        """What a call needs, however the kernel is made."""
+        self.arena_bytes, self.donated = arena_bytes, tuple(donated)
         self.keep_arena = keep_arena
         """Whether the arena stays allocated between calls, donated to each and handed back (no
         allocation a call, for latency); else each call makes a new one, dropped as the call ends."""
         # the outputs' types: the kernel gives them their weak types, as `jax.jit` does, where a
         # conversion after each call would cost a dispatch of its own
         self.out_avals = tuple(out_avals)
-        self.module, self.func_name = module, func_name
-        granule = _granule(module, arena_bytes)
-        self.word = functions.arena.word = WORDS[min(granule, 4)]
-        functions.arena.paddable = granule >= 2 * self.word.itemsize
-        functions.small_loops = small_loops and jax.default_backend() == "cpu"
         self._arena: jax.Array | None = None
         self._base: jax.Array | None = None
         self.kernel: Callable | None = None
@@ -82,6 +92,24 @@ class CompiledRun:
         self._status: np.ndarray | None = None
         """The copied bytes and wrong rounds where no op of the kernel can change them (`interpret`)."""
         self._temp_bytes: int | None = None
+        self.stored: StoredKernel | None = None
+        """The kernel as a later process can load it (`store`), where it can (`StoredKernel.storable`)."""
+        self.loaded = False
+        """Whether the kernel is one an earlier process stored (`from_stored`)."""
+
+    @classmethod
+    def from_stored(cls, stored: StoredKernel, out_avals: Sequence[Any], keep_arena: bool = False) -> CompiledRun:
+        """The kernel an earlier process stored, called as that process called it: no module to
+        interpret, no kernel to trace."""
+        run = cls.__new__(cls)
+        run._set_up(stored.arena_bytes, stored.donated, out_avals, keep_arena)
+        run.functions, run.module, run.func_name, run.store = None, None, "", False
+        run.word = np.dtype(stored.word)
+        run.stored, run.loaded = stored, True
+        run.kernel = call_stored(stored, run.words, out_avals, run.donated)
+        run._offsets = tuple(jax.device_put([np.int32(word) for word in stored.offsets]))
+        run._status = None if stored.status is None else np.array(stored.status, np.int32)
+        return run
 
     def interpret(self, arena, base, *args):
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
@@ -116,6 +144,21 @@ class CompiledRun:
 
         self._offsets = tuple(jax.device_put(np.int32(word)) for word in words)
         self.kernel = jax.jit(kernel, donate_argnums=(0, *(3 + k for k in self.donated)))
+        if self.store:
+            self._store(kernel, traced, args)
+
+    def _store(self, kernel: Callable, traced: jax.stages.Traced, args: Sequence[Any]) -> None:
+        """The kernel lowered and kept (`stored`), and called through the stored module from now on."""
+        _, status, outputs = traced.out_info
+        stored = StoredKernel(
+            lowered_module(kernel, (*self._abstract_arena(), self._offsets, *args)), self.arena_bytes,
+            np.dtype(self.word).name, tuple(int(offset) for offset in self._offsets),
+            None if status is not None else tuple(self._status.tolist()),
+            0 if status is None else status.shape[0], self.donated,
+        )
+        self.stored = stored if stored.storable else None
+        if self.stored is not None:
+            self.kernel = call_stored(stored, self.words, jax.tree.leaves(outputs), self.donated)
 
     def compile(self, args: Sequence[Any]) -> None:
         """The kernel built for `args`; one with loops traced into one kernel also compiled now
@@ -133,12 +176,12 @@ class CompiledRun:
             hlo = None
         if hlo is not None and not self.arena_copies(hlo):
             return
-        built = self.kernel, self.jaxpr, self._offsets, self._status
+        built = self.kernel, self.jaxpr, self._offsets, self._status, self.stored
         self.functions.small_loops = False
         self.build(args)
         if hlo is not None and self.arena_copies(self.executable(args)) >= self.arena_copies(hlo):
             self.functions.small_loops = True
-            self.kernel, self.jaxpr, self._offsets, self._status = built
+            self.kernel, self.jaxpr, self._offsets, self._status, self.stored = built
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
