@@ -256,14 +256,13 @@ class PlanOptions:
     """Which values a plan leaves outside the arena (`make_plan`'s options)."""
 
     include_outputs: bool = False
-    loop_outputs_inside: bool = False
     products_outside: bool = False
 
 
-KERNEL_PLAN = PlanOptions(loop_outputs_inside=True, products_outside=True)
-"""The plan the compiled kernel runs: the outputs outside the arena, where the caller receives them,
-but those loops and branches compute, which each round updates where they lie; the values of matrix
-products and convolutions in XLA's own buffers, where XLA computes such ops anyway (`plan_function`)."""
+KERNEL_PLAN = PlanOptions(products_outside=True)
+"""The plan the compiled kernel runs: the outputs outside the arena, where the caller receives them
+(a loop's result as the buffer XLA's loop carries it in); the values of matrix products and
+convolutions in XLA's own buffers, where XLA computes such ops anyway (`plan_function`)."""
 
 WITH_OUTPUTS = PlanOptions(include_outputs=True)
 """Every output in the arena too: the plan that compares with XLA's `temp + output - alias`."""

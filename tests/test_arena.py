@@ -74,7 +74,7 @@ def test_a_corrupted_plan_gives_a_wrong_answer_and_the_checker_names_it():
 @pytest.mark.parametrize("rounds", [0, 1, 2, 3, 4, 7])
 def test_a_two_slot_ring_ends_in_the_right_slot_for_every_round_count(rounds):
     def loop(n, x, w):
-        return lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, jnp.tanh(s[1] @ w)), (0, x))[1]
+        return lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, jnp.tanh(s[1].T * w)), (0, x))[1]
 
     x = jnp.linspace(-1.0, 1.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
     w = jnp.eye(64, dtype=jnp.float32) * 0.9 + 0.01

@@ -4,6 +4,7 @@ no copy of it in the kernel)."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
 
@@ -23,7 +24,7 @@ from jaxalloc.execution.compiled.offsets import TRACED
 from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
-from jaxalloc.testing.differential import ArenaCopies, assert_same, check_program, check_random_program
+from jaxalloc.testing.differential import assert_same, check_program, check_random_program
 from jaxalloc.testing.random_programs import random_program
 
 RANDOM_SEEDS = (*range(12), 351, 814, 1158)
@@ -67,12 +68,13 @@ def test_random_program_compiled_after_the_passes(seed):
     check_random_program(program, mode="compiled", passes=DEFAULT_PASSES)
 
 
-ARENA_ONCE_COPIED = (469, 561, 1155, 2385, 2694, 3266, 4515, 4857)
+ARENA_ONCE_COPIED = (469, 561, 1155, 2385, 2694, 3266, 4515, 4857, 20242)
 """Random programs in whose kernels XLA once copied the whole arena: a case widened after its first
 conditional was traced (561, 1155, 2694, 3266, 4515: `Retrace`), an op whose result stays outside
 the arena reading it before a write it does not wait for (2385), a conditional of `relocate` whose
 results nothing read (4857), a small loop compiled into one kernel inside a case's branch (469:
-the kernel is compiled again without such loops). 4515 and 4857 still copied a value into a slot
+the kernel is compiled again without such loops), and one the soak found copied twice (20242), no
+longer since the plans leave matrix products in loops and loops' outputs to XLA. 4515 and 4857 still copied a value into a slot
 (counted in `copied_bytes`) at 8926a3f, where XLA no longer copied their arenas; at 14cb880 none of
 them copies a byte."""
 
@@ -101,12 +103,6 @@ positions that may be either's (2313), there an inner loop's ring (963, 5763).""
 @pytest.mark.parametrize("seed", ONCE_COPYING)
 def test_random_programs_that_once_copied_into_a_ring_copy_nothing(seed):
     check_random_program(random_program(seed), mode="compiled", passes=DEFAULT_PASSES)
-
-
-@pytest.mark.xfail(raises=ArenaCopies, strict=True,
-                   reason="found by the soak: XLA copies the whole arena of its kernel twice (answers are jit's)")
-def test_a_random_program_whose_kernel_xla_still_copies():
-    check_random_program(random_program(20242), mode="compiled", passes=DEFAULT_PASSES)
 
 
 @pytest.mark.parametrize("seed", [2812, 10659, 11448, 13016])
@@ -152,7 +148,9 @@ def test_a_kept_arena_is_donated_and_updated_in_place():
 
 
 def _arenas(kernel) -> int:
-    """The arrays alive of the arena's shape and word."""
+    """The arrays alive of the arena's shape and word (after a collection: a planned function of an
+    earlier test, kept alive by a cycle, may still hold a kept arena of the same shape)."""
+    gc.collect()
     return sum(1 for x in jax.live_arrays() if x.shape == (kernel.words,) and x.dtype == kernel.word)
 
 
@@ -486,18 +484,19 @@ def _power_iteration(a, b):
     return lax.while_loop(lambda s: s[1] < 5, body, (b, 0))[0]
 
 
-def test_a_loop_hands_on_the_argument_its_first_round_read_unchanged():
-    """`v` starts as the argument `b`, outside the arena, and lies in its ring after: the loop
-    carries it as `Either`. Each round hands on the array it got, so the loop carries no such
-    array at all (JAX makes what a round hands on unchanged a constant of the loop); a new one
-    (zeros) cost XLA a copy of it every round."""
+def test_a_loop_whose_result_is_an_output_carries_it_as_jit_s_loop_does():
+    """`v` starts as the argument `b`; the loop's result is the output, so it lies outside the arena,
+    carried in XLA's loop as one array, as `jax.jit`'s loop carries it: no `Either` (the argument
+    in round 0, a ring slot after, with a flag and an offset beside it), and the arena holds only
+    the scalars."""
     a = jnp.eye(256) * 2.0 + jnp.ones((256, 256)) * 0.001  # a round reads too much for one kernel
     b = jnp.linspace(-1.0, 1.0, 256)
     planned = check_program(_power_iteration, a, b, mode="compiled")
     kernel = _kernel(planned)
     jaxpr = kernel.jaxpr
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "while"]
-    assert [v for v in loop.params["body_jaxpr"].jaxpr.outvars if v.aval.shape == b.shape] == []
+    assert [v.aval.shape for v in loop.params["body_jaxpr"].jaxpr.outvars].count(b.shape) == 1
+    assert planned.last_run.arena_bytes < b.nbytes
     # and its body's offsets are constants of the loop (`offsets_as_arguments`): only the count of
     # its rounds adds a literal
     body = loop.params["body_jaxpr"].jaxpr
@@ -586,14 +585,33 @@ def _weight_gradient(w, xs):
 
 
 def test_a_gradient_summed_in_a_loop_is_updated_where_it_lies():
-    """The backward scan sums the weight's gradient in place, at one constant offset in every round,
-    and reads it there (`_Settled`): read at the offset the loop's state carried, which XLA folds
-    into a constant where the write takes it as an argument, the sum was copied out of the arena
-    first (263,112 bytes of temp, against 17,440)."""
+    """The backward scan sums the weight's gradient in one buffer, updated in place every round: the
+    loop's result, an output, in XLA's loop buffer (where in the arena it once was copied out every
+    round, 263,112 bytes of temp against 17,440). The call holds what `jax.jit`'s does, within 5%."""
     w, xs = jnp.full((256, 256), 0.01), jnp.ones((16, 8, 256))
     planned = check_program(_weight_gradient, w, xs, mode="compiled")
     temp = _kernel(planned).executable([w, xs]).memory_analysis().temp_size_in_bytes
-    assert temp < w.nbytes
+    jit_temp = jax.jit(_weight_gradient).lower(w, xs).compile().memory_analysis().temp_size_in_bytes
+    assert temp < 2 * w.nbytes and planned.last_run.arena_bytes + temp <= 1.05 * jit_temp
+
+
+def _stacked_then_multiplied(xs, w):
+    _, hs = lax.scan(lambda h, x: (jnp.tanh(x + h),) * 2, jnp.zeros(xs.shape[1:]), xs)
+    return hs @ w
+
+
+def test_a_scan_s_stacked_outputs_a_product_reads_are_updated_in_place_in_xla_s_loop():
+    """The stacked outputs of a scan that a matrix product reads lie in a buffer of XLA's loop, each
+    round's row written into it in place: the call holds them once, as `jax.jit` does. (In the
+    arena, XLA copied them out for the product; outside, pinned as a result computed from the
+    arena, they were copied whole each round: the LSTM of `benchmarks/real_memory.py` held 1.69x
+    jit's.)"""
+    xs, w = jnp.linspace(-1.0, 1.0, 32 * 64 * 64).reshape(32, 64, 64), jnp.full((64, 64), 0.01)
+    planned = check_program(_stacked_then_multiplied, xs, w, mode="compiled")
+    temp = _kernel(planned).executable([xs, w]).memory_analysis().temp_size_in_bytes
+    jit_temp = jax.jit(_stacked_then_multiplied).lower(xs, w).compile().memory_analysis().temp_size_in_bytes
+    held = planned.last_run.arena_bytes + temp
+    assert held < 1.5 * xs.nbytes and held <= jit_temp + 64 * 1024
 
 
 def test_a_compiled_call_reports_its_arena_and_copies():

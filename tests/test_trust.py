@@ -571,15 +571,12 @@ def _output_after_a_loop_of_a_product(w, x):
 
 @pytest.mark.parametrize("fn", [_product_after_a_loop, _output_after_a_loop_of_a_product], ids=lambda f: f.__name__)
 def test_a_loop_s_memory_stays_in_the_arena_whatever_is_computed_in_its_place(fn):
-    """A value computed in place of a loop's result shares the ring's buffer: left to XLA (a product's
-    operand) or to the caller (an output), it would take the ring out of the arena with it. Both
-    once failed in compiled mode: a refused plan, and a read past the arena's end."""
+    """A value computed in place of a loop's result shares the ring's buffer, in the arena or, with
+    it, in XLA's. Both once failed in compiled mode: a refused plan, and a read past the arena's end."""
     w, x = jnp.full((8, 8), 0.1), jnp.arange(64.0).reshape(8, 8) / 64
     planned = check_program(fn, w, x, mode="compiled")
     assert planned.last_run.copied_bytes == 0
-    func = next(iter(jaxalloc.plans(planned, w, x)[fn.__name__].module.ops))
-    loop = next(op for op in func.walk() if isinstance(op, jx.WhileOp))
-    assert all(views.slots.data for views in loop.attributes["mem.views"].data[1:])  # the carried matrix: a ring
+    check_planned(next(iter(jaxalloc.plans(planned, w, x)[fn.__name__].module.ops)))
 
 
 def test_a_random_program_whose_product_reads_a_loop_s_result_in_place_runs_compiled():
@@ -600,13 +597,13 @@ def test_a_loop_s_ring_in_an_arena_without_the_outputs_holds_what_its_body_compu
     output's."""
 
     def loop(x, w):
-        return lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v @ w), x)
+        return lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v.T * w), x)
 
     plan = jaxalloc.planned(loop, passes=AS_TRACED).plan(jnp.ones((16, 16)) * 0.1, jnp.ones((16, 16)) * 0.1)
     func = next(iter(plan.module.ops))
     check_planned(func)
-    next(op for op in func.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "dot_general").attributes.pop("mem.slot")
-    with pytest.raises(jaxalloc.PlanViolation, match=r"\(dot_general .*\) has no slot, so .* not an output"):
+    next(op for op in func.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "transpose").attributes.pop("mem.slot")
+    with pytest.raises(jaxalloc.PlanViolation, match=r"\(transpose .*\) has no slot, so .* not an output"):
         check_planned(func)
 
 

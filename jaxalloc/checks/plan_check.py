@@ -436,16 +436,27 @@ def check_planned(func: jx.FuncOp, budget: float = math.inf) -> PlanCheck:
     return replace(found, work=spent + found.work)
 
 
+def _planned_blocks(func: jx.FuncOp) -> list[Block]:
+    """The function's block and the blocks of its loops and cases, nested ones included."""
+    blocks, pending = [], [func.body.block]
+    while pending:
+        blocks.append(block := pending.pop())
+        pending.extend(region.block for op in block.ops if isinstance(op, (jx.WhileOp, jx.CaseOp)) for region in op.regions)
+    return blocks
+
+
+def _block_of(value: SSAValue) -> Block | None:
+    return value.block if isinstance(value, BlockArgument) else value.owner.parent_block()
+
+
 def _check_unplaced(func: jx.FuncOp, outputs_inside: bool) -> None:
     """Every value an op computes has a place in the arena, but where the arena holds no outputs, those
     that lie in an output's memory (`_returnable`): the walk reads a value without a place as one
     outside the arena, so a plan that left a computed value out would run, and its arena would
     understate the memory the function takes."""
-    computing, pending = [], [func.body.block]
-    while pending:
-        for op in pending.pop().ops:
-            if isinstance(op, (jx.WhileOp, jx.CaseOp)):
-                pending.extend(region.block for region in op.regions)
+    computing = []
+    for block in _planned_blocks(func):
+        for op in block.ops:
             for name in ("mem.slots", "mem.views"):
                 places = op.attributes.get(name)
                 if isinstance(places, ArrayAttr) and len(places.data) != len(op.results):
@@ -492,21 +503,22 @@ XLA_PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
 
 
 def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
-    """The values of the function's block that may lie in buffers of XLA's own, outside the arena:
-    the operands and results of its matrix products and convolutions (those of a fused op holding
-    one), and, through values without a place, values of their size computed in the place of one
-    or in whose place one is computed. (Which of its operands an op took the place of is the
+    """The values that may lie in buffers of XLA's own, outside the arena: the operands and results
+    of matrix products and convolutions (those of a fused op holding one), in the function's block,
+    a loop body or a branch, and, through values without a place, values of their size computed in
+    the place of one or in whose place one is computed in the same block, and what a loop's position
+    without a ring may hold (`_held_at`). (Which of its operands an op took the place of is the
     planner's choice; any of them is allowed, as for the outputs.)"""
-    block = func.body.block
     pending: list[SSAValue] = []
-    for op in block.ops:
-        inner = list(op.body.block.ops) if isinstance(op, jx.FusedOp) else [op]
-        if any(isinstance(o, jx.PrimOp) and o.primitive.data in XLA_PRODUCTS for o in inner):
-            pending.extend(v for v in (*op.operands, *op.results) if _computed_outside(v))
+    for block in _planned_blocks(func):
+        for op in block.ops:
+            inner = list(op.body.block.ops) if isinstance(op, jx.FusedOp) else [op]
+            if any(isinstance(o, jx.PrimOp) and o.primitive.data in XLA_PRODUCTS for o in inner):
+                pending.extend(v for v in (*op.operands, *op.results) if _computed_outside(v))
     found: set[SSAValue] = set()
 
-    def computing(op: Operation) -> bool:
-        return op.parent_block() is block and not isinstance(op, (jx.WhileOp, jx.CaseOp, jx.YieldOp))
+    def computing(op: Operation, value: SSAValue) -> bool:
+        return op.parent_block() is _block_of(value) and not isinstance(op, (jx.WhileOp, jx.CaseOp, jx.YieldOp))
 
     while pending:
         value = pending.pop()
@@ -514,10 +526,12 @@ def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
             continue
         found.add(value)
         size = byte_size(value.type)
-        if computing(value.owner):
+        if isinstance(value.owner, jx.WhileOp):  # a loop's position without a ring: what it may hold
+            pending.extend(v for v in _held_at(value.owner, value.index) if _computed_outside(v))
+        if computing(value.owner, value):
             pending.extend(v for v in value.owner.operands if byte_size(v.type) == size and _computed_outside(v))
         for use in value.uses:
-            if computing(use.operation):
+            if computing(use.operation, value):
                 pending.extend(r for r in use.operation.results if byte_size(r.type) == size and _computed_outside(r))
     return found
 
@@ -817,10 +831,8 @@ class _Walk:
             if isinstance(at, int):
                 self.same_value(op, k, 0, inits[at], init)
                 state.append(inits[at])
-            elif at is YIELDED:
-                state.append(init)
-            else:
-                state.append(self.put(op.results[k], init, self.at(at), "its init operand is elsewhere"))
+            else:  # round 0 reads the init operand where it lies, as the executors do: in the ring's
+                state.append(init)  # first slot, or in an enclosing loop's first round, where that loop's is
         body, cond = op.body.block, op.cond.block
         exits = []
         self.rounds.append((op, 0))

@@ -6,6 +6,8 @@ The `mem` dialect: a buffer plan written onto jx IR, as attributes only.
   of a loop-carried value. Round `i` of the loop reads the loop's init operand `initial[i]`
   in place while `i < len(initial)` (NNC's Type II view: nothing is copied in), and
   `slots[(i - len(initial)) % len(slots)]` after that; the repeat length is `len(slots)`.
+  With `initial = []`, round 0 reads the init operand where it lies: the plan computes it into
+  the first slot, but an enclosing loop's first round may find it where that loop's init is.
   A position without slots reads its init operands in place in turn, round after round
   (`initial[i % len(initial)]`): one, for a position the body yields unchanged; a cycle of
   them, for carries that the body only rotates. A position with neither lives outside the

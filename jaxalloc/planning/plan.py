@@ -49,8 +49,6 @@ class Plan:
     arena_bytes: int
     buffers: tuple[Row, ...]
     include_outputs: bool = False
-    loop_outputs_inside: bool = False
-    """Outputs outside the arena but those a loop or a branch computes (`plan_function`)."""
     products_outside: bool = False
     """The values of matrix products and convolutions in XLA's own buffers (`plan_function`)."""
     schedule: tuple[str, ...] = ()
@@ -136,7 +134,7 @@ class Plan:
         source = self.source
 
         def planned_with(include_outputs: bool) -> Plan:
-            if self.include_outputs == include_outputs and not (self.loop_outputs_inside or self.products_outside):
+            if self.include_outputs == include_outputs and not self.products_outside:
                 return self
             return make_plan(source, self.allocator, self.alignment, include_outputs=include_outputs,
                              donated=self.donated)
@@ -202,8 +200,7 @@ class Plan:
         if self.include_outputs:
             return "arguments and constants"
         outside = "arguments, constants, outputs"
-        outside += ", matrix products and convolutions" if self.products_outside else ""
-        return outside + (", but what loops and branches compute" if self.loop_outputs_inside else "")
+        return outside + (", matrix products and convolutions" if self.products_outside else "")
 
     def __repr__(self) -> str:
         return (
@@ -328,7 +325,6 @@ def make_plan(
     alignment: int = 64,
     include_outputs: bool = False,
     *,
-    loop_outputs_inside: bool = False,
     products_outside: bool = False,
     function: Callable | None = None,
     args: tuple = (),
@@ -341,8 +337,7 @@ def make_plan(
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
-    are donated, planned in the arena (`mem.args`). `loop_outputs_inside`, `products_outside`: see
-    `plan_function`.
+    are donated, planned in the arena (`mem.args`). `products_outside`: see `plan_function`.
     """
     alignment = check_alignment(alignment)
     get_allocator(allocator)
@@ -352,8 +347,7 @@ def make_plan(
     if donated and not 0 <= donated[0] <= donated[-1] < len(func.body.block.args):
         raise JaxallocError(f"donated arguments {list(donated)} of @{func.sym_name.data}, which has {len(func.body.block.args)}")
     # never hand out a plan that lets a value be overwritten before it is read
-    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, loop_outputs_inside,
-                                 products_outside)
+    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, products_outside)
     return Plan(
         module,
         allocator,
@@ -361,7 +355,6 @@ def make_plan(
         block_plan.size,
         _named_as_in_ir(module, block_plan, plan_rows(func, block_plan)),
         include_outputs=include_outputs,
-        loop_outputs_inside=loop_outputs_inside and not include_outputs,
         products_outside=products_outside,
         schedule=_schedule_labels(func),
         function=function,

@@ -53,9 +53,11 @@ def mutate(func: jx.FuncOp, kind: str, rng: random.Random) -> str | None:
     """Apply one corruption of `kind` to a planned function in place; None where none applies."""
     ops = _slotted(func)
     if kind == "move" and len(ops) >= 2:
-        op, other = rng.sample(ops, 2)
-        if op.attributes["mem.slot"] == other.attributes["mem.slot"]:
+        op = rng.choice(ops)
+        elsewhere = [o for o in ops if o.attributes["mem.slot"].offset != op.attributes["mem.slot"].offset]
+        if not elsewhere:
             return None
+        other = rng.choice(elsewhere)
         op.attributes["mem.slot"] = SlotAttr(other.attributes["mem.slot"].offset.data, op.attributes["mem.slot"].size.data)
         return f"{op.primitive.data} onto {other.primitive.data}"
     if kind == "swap" and len(ops) >= 2:

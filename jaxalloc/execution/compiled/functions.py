@@ -60,6 +60,16 @@ class _Settled(Exception):
         self.owner, self.offsets = owner, offsets
 
 
+def _pins_reads(op: Operation, args: PythonValues, layout) -> bool:
+    """Whether an op that writes nothing into the arena reads fewer bytes of it than it computes
+    (not a matrix product or convolution, which XLA computes into a buffer of its own anyway): its
+    reads are then pinned, each once into a buffer of its own (`kept_outside`)."""
+    if isinstance(op, jx.PrimOp) and op.primitive.data in PRODUCTS:
+        return False
+    read = sum(lay.nbytes for v, lay in zip(args, layout.inputs) if isinstance(v, At | Either))
+    return read < sum(lay.nbytes for lay in layout.outputs)
+
+
 def carried_kind(view: MultiView, inits) -> Kind:
     """The kind of what a round after the first reads, as far as the plan tells."""
     kinds = {kind_of(inits[i]) for i in view.initial[1:] if view.slots or view.yielded} | (
@@ -69,8 +79,8 @@ def carried_kind(view: MultiView, inits) -> Kind:
         kinds.add(Kind.AT)
     elif view.outside:
         kinds.add(Kind.VALUE)
-    elif view.yielded and not kinds:
-        kinds.add(Kind.AT)  # a guess: widened where the body yields something else
+    elif view.yielded and not kinds:  # a guess, widened where the body yields something else: a toggle
+        kinds.add(Kind.AT if view.slots else Kind.VALUE)  # ring's slot, else a value of its own outside
     return kinds.pop() if len(kinds) == 1 else Kind.EITHER
 
 
@@ -274,11 +284,17 @@ class CompiledFunctions(JxFunctions):
         # (its offset counts from a `base` made of them) for a callback's operands, or for the
         # results, each computed once into a buffer of its own (`kept_outside`)
         unwritten = all(p is None for p in places) and any(isinstance(v, At | Either) for v in args)
-        operands = self.arena.read_operands(args, layout.inputs, fenced, pinned=effect or sum(p is not None for p in places) > 1)
+        # where what it reads of the arena is smaller than its results (an update of a value kept
+        # outside), those reads are pinned instead of the results: the update stays in place
+        read_first = unwritten and not effect and _pins_reads(op, args, layout)
+        operands = self.arena.read_operands(args, layout.inputs, fenced,
+                                            pinned=effect or read_first or sum(p is not None for p in places) > 1)
         if effect:
             self.arena.base = read_all(operands, self.arena.base)
+        elif read_first:  # the reads alone: a read of an operand kept outside would keep it from its update
+            self.arena.base = read_all([x for x, v in zip(operands, args) if isinstance(v, At | Either)], self.arena.base)
         results = binding.bind(*operands)
-        if unwritten and not effect:
+        if unwritten and not effect and not read_first:
             results = self.kept_outside(op, results, layout.outputs)
         outside = not any(isinstance(v, At | Either) for v in args)
         return tuple(r if p is None else self.arena.write(r, out, p, spread=outside or spreads(op, k))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from jaxalloc.allocators import Problem, allocate
-from jaxalloc.analysis.inplace import in_place_candidates, is_view
+from jaxalloc.analysis.inplace import in_place_candidates, is_view, viewed
 from jaxalloc.analysis.liveness import block_liveness, defined_in
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import byte_size
@@ -22,8 +22,7 @@ from jaxalloc.planning.assignment.pools import PoolPlanning
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
                   donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True,
-                  kept_loans: bool = True, pools: bool = True, loop_outputs_inside: bool = False,
-                  products_outside: bool = False) -> BlockPlan:
+                  kept_loans: bool = True, pools: bool = True, products_outside: bool = False) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -32,24 +31,19 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     to their last use and written there when the function is called: later values and outputs
     may take their bytes, an elementwise op or update computed in place into one where it dies.
 
-    `loop_outputs_inside` (outputs outside): an output that a loop or a branch computes, a view of one
-    or a value computed in place from one (`loop_memory`) stays in the arena all the same. Outside, it
-    would be a buffer of the loop's or branch's own beside the arena, into which each round's value is
-    computed apart from its operands in the arena; inside, each round updates it where it lies.
-
-    `products_outside`: the values that a matrix product or a convolution of the function's block
-    reads or computes (`PRODUCTS`) stay outside the arena, in buffers of XLA's own: XLA computes
-    such an op only on buffers of its own, so in the arena each would be held twice, in its slot
-    and in the copy XLA reads or writes."""
-    options = Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools)
+    `products_outside`: the values that a matrix product or a convolution reads or computes
+    (`PRODUCTS`) stay outside the arena, in buffers of XLA's own: XLA computes such an op only on
+    buffers of its own, so in the arena each would be held twice, in its slot and in the copy XLA
+    reads or writes. In a loop body or a branch, but those the block hands its parent
+    (`left_to_xla`)."""
+    options = Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools, products_outside)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
-    shared = loop_memory(block) if loop_outputs_inside or products_outside else set()
     if not include_outputs:
-        outside.update(v for v in block.last_op.operands if not (loop_outputs_inside and v in shared))
+        outside.update(block.last_op.operands)
     if products_outside:
-        outside.update(products_values(block, shared))
+        outside.update(products_values(block, loop_memory(block)))
     return BlockPlanner(block, BlockContext(options, outside, dictated={}, foldable=inside, donated=inside)).run()
 
 
@@ -75,6 +69,19 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
         for group in context.aliases:  # block arguments that are one value in the rounds that may fold into them
             for value in group[1:]:
                 self.buffers.join(value, group[0])
+
+    def left_to_xla(self, block: Block, dictated: dict) -> set[SSAValue]:
+        """With `products_outside`, the values of the products of `block` (a loop body or a branch)
+        left to XLA's buffers (`products_values`): within one round or one branch, but those in the
+        memory of a loop's or a case's result, those the block hands its parent (or a view of),
+        which lie in the parent's memory (`dictated`), and those its loops and cases read, which
+        a result of theirs may be (a branch's phi, an init operand read in place): handed on, it
+        would be copied into the parent's memory."""
+        if not self.options.products_outside:
+            return set()
+        handed = {*block.last_op.operands, *dictated}
+        handed |= {v for op in block.ops if isinstance(op, jx.WhileOp | jx.CaseOp) for inner in op.walk() for v in inner.operands}
+        return products_values(block, loop_memory(block) | handed | {viewed(v) for v in handed})
 
     @staticmethod
     def plan_block(block: Block, context: BlockContext) -> BlockPlan:

@@ -48,7 +48,7 @@ class CasePlanning:
             pools, yielded = all(self.may_pool_into(self.dictated[r]) for r in op.res if r in self.dictated), dict(placed)
             while True:
                 placed = dict(yielded)  # the branch's planner adds the values it computes into results
-                branch_plan = self.plan_block(block, BlockContext(self.options, set(), placed, set(),
+                branch_plan = self.plan_block(block, BlockContext(self.options, self.left_to_xla(block, placed), placed, set(),
                                                                   ring_holders=frozenset(op.res), pools=pools))
                 pooled = pool_sizes(branch_plan)
                 if not any(n < branch_plan.placed_rings.get(branch_plan.placed_in.get(v), 0) for v, n in branch_plan.spares.items()):

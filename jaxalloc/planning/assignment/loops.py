@@ -86,7 +86,7 @@ class LoopPlanning:
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = self.plan_block(body, BlockContext(
-                self.options, set(), dict(dictated), set(foldable), aliases, holders, unsettled=unsettled, lent=lent,
+                self.options, self.left_to_xla(body, dictated), dict(dictated), set(foldable), aliases, holders, unsettled=unsettled, lent=lent,
                 followed=followed, pools=pools, stable=frozenset(stable)))
             # an unsettled value whose next value is not then in its next view would be copied there
             # every round: its inner rings start in its slot instead, copying only where round 0 finds

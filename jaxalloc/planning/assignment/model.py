@@ -114,6 +114,9 @@ class Options:
     pools: bool = True
     """Values a loop body may hand on as its next value, alive together, each in a free slot of a
     toggle ring (`may_pool_into`): with them, the checker's paths can multiply with the place of each."""
+    products_outside: bool = False
+    """The values of matrix products and convolutions left to XLA's buffers in every block
+    (`plan_function`, `BlockPlanner.left_to_xla`)."""
 
 
 @dataclass(frozen=True)
