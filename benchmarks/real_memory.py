@@ -56,8 +56,7 @@ def planned_parts(fn, args) -> dict:
     run = compiled.last_run
     (traced,) = compiled._cache.values()
     (kernel,) = traced.kernels.values()
-    analysis = kernel.traced(_leaves(args)).lower().compile(compiler_options=dict(FUSION_OFF)).memory_analysis()
-    temp = int(analysis.temp_size_in_bytes)
+    temp = kernel.temp_beside_arena(kernel.traced(_leaves(args)).lower().compile(compiler_options=dict(FUSION_OFF)))
     output_bytes = sum(x.nbytes for x in _leaves(outputs))
     return {"arena": run.arena_bytes, "temp": temp, "outputs": output_bytes, "held": run.held_bytes,
             "total": run.arena_bytes + temp + output_bytes}
@@ -146,7 +145,8 @@ def main() -> None:
     print("| " + " | ".join(means) + " |")
     print(
         "\n`plan`: the arena of `Planned.plan(include_outputs=True)`, every value and the outputs planned in it. The planned call's parts: `arena` "
-        "(a new one each call, the values of matrix products and convolutions left to XLA's buffers), `kernel temp` (`memory_analysis()` of the kernel, matmul fusion off), `outputs` (the "
+        "(made by the kernel each call, the values of matrix products and convolutions left to XLA's buffers), `kernel temp` (`memory_analysis()` of the kernel "
+        "but the arena, matmul fusion off), `outputs` (the "
         "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum. `jit "
         "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "
         f"set grew during a warm call, the median of {CALLS}, each kind in a process of its own."

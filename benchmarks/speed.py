@@ -114,7 +114,7 @@ def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> tuple[di
     traced, kernel = compiled_kernel(compiled)
     executable = kernel.executable(jax.tree_util.tree_leaves(args))
     row["arena bytes"] = kernel.arena_bytes
-    row["temp"] = executable.memory_analysis().temp_size_in_bytes
+    row["temp"] = kernel.temp_beside_arena(executable)
     row["largest op"] = largest_op_bytes(traced.converted.module)
     row["arena copies"] = kernel.arena_copies(executable)
     return row, lambda: kernel_compile_time(kernel, jax.tree_util.tree_leaves(args))

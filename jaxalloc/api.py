@@ -21,6 +21,7 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import numpy as np
 from jax._src import api_util, core
+from jax._src.array import ArrayImpl
 from jax._src.interpreters import partial_eval as pe
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -31,7 +32,7 @@ from jaxalloc.checks.sanitizer import CheckedFunctions
 from jaxalloc.errors import JaxallocError, UnsupportedProgramError, check_alignment, first_line
 from jaxalloc.execution.compiled import CompiledFunctions, CompiledRun, cache
 from jaxalloc.execution.interpreter import (
-    ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter, weak_type, with_weak_type,
+    ArenaFunctions, JxFunctions, LiveBytesSampler, Schedules, delete, make_interpreter, with_weak_type,
 )
 from jaxalloc.frontend.convert import Converted, convert
 from jaxalloc.passes.canonicalize import CanonicalizePass, canonicalize
@@ -294,6 +295,9 @@ class _Traced:
     """The plans made so far, per (allocator, alignment) and `PlanOptions` (`plan`)."""
     cache_keys: dict[tuple[tuple[str, int], bool, bool], str | None] = field(default_factory=dict)
     """Per kernel variant (`kernels`): its key in the persistent kernel cache, None where it has none."""
+    output_bytes: int | None = None
+    """The bytes of a call's outputs, the same at every call of the signature: summed at the first
+    (`RunStats.output_bytes`)."""
     _converted: Converted | None = None
     _deleted: tuple[int, ...] | None = None
 
@@ -469,7 +473,7 @@ class CompiledRunner(ModeRunner):
         with traced.phases.timed("cache load"):
             key = self.cache_key(traced, variant)
             stored = cache.load(key) if key is not None else None
-            if stored is None:
+            if stored is None or stored.makes_arena == variant[2]:
                 return False
             traced.deleted = stored.donated
             traced.kernels[variant] = CompiledRun.from_stored(stored, traced.closed_jaxpr.out_avals, keep_arena=variant[2])
@@ -480,23 +484,30 @@ class CompiledRunner(ModeRunner):
 
     def run(self, traced: _Traced, flat_args, listeners) -> _Ran:
         variant = self._variant(False)
-        found = traced.kernels.get(variant)
-        first = found is None or found.kernel is None  # to plan, trace and compile
-        with _collector_paused() if first else contextlib.nullcontext():
-            kernel = self.kernel(traced)
-            with traced.phases.kernel("call" if kernel.loaded else "kernel trace") if first else contextlib.nullcontext():
-                if first and kernel.loaded:
-                    kernel, (outputs, copied, wrong_rounds) = self._call_loaded(traced, variant, kernel, flat_args)
-                else:
-                    outputs, copied, wrong_rounds = kernel(flat_args)
-            if first and kernel.stored is not None and not kernel.loaded:
-                with traced.phases.timed("cache store"):
-                    cache.store(self.cache_key(traced, variant), kernel.stored)
+        kernel = traced.kernels.get(variant)
+        if kernel is not None and kernel.kernel is not None:  # warm: nothing to plan, trace or compile
+            outputs, copied, wrong_rounds = kernel(flat_args)
+        else:
+            kernel, (outputs, copied, wrong_rounds) = self._first_call(traced, variant, flat_args)
         traced.delete_donated(flat_args, outputs)  # those XLA could not give to an output
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
-        held = kernel.arena_bytes if self.options.keep_arena else 0
-        return _Ran(outputs, kernel.arena_bytes, copied, held)
+        return _Ran(outputs, kernel.arena_bytes, copied, kernel.arena_bytes if self.options.keep_arena else 0)
+
+    def _first_call(self, traced: _Traced, variant, flat_args) -> tuple[CompiledRun, tuple]:
+        """The kernel of a first call, planned, traced and compiled, or loaded from the persistent
+        cache (and stored there where it was made), and what calling it gave."""
+        with _collector_paused():
+            kernel = self.kernel(traced)
+            with traced.phases.kernel("call" if kernel.loaded else "kernel trace"):
+                if kernel.loaded:
+                    kernel, ran = self._call_loaded(traced, variant, kernel, flat_args)
+                else:
+                    ran = kernel(flat_args)
+            if kernel.stored is not None and not kernel.loaded:
+                with traced.phases.timed("cache store"):
+                    cache.store(self.cache_key(traced, variant), kernel.stored)
+        return kernel, ran
 
     def _call_loaded(self, traced: _Traced, variant, kernel: CompiledRun, flat_args) -> tuple[CompiledRun, tuple]:
         """The first call of a kernel from the persistent cache. One that fails before it runs (an
@@ -546,6 +557,12 @@ def _collector_paused():
         yield
     finally:
         gc.enable()
+
+
+def _concrete(x) -> bool:
+    """Whether `x` is a concrete jax array, no tracer: its type looked at first, a few times quicker
+    than `isinstance` with `jax.Array` (an abstract class)."""
+    return type(x) is ArrayImpl or (isinstance(x, jax.Array) and not isinstance(x, core.Tracer))
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
@@ -630,7 +647,7 @@ class Planned:
         self._fun = fun
         self.options = options.for_function(fun)
         self._runner = runner_for(self.options)
-        self.last_run: RunStats | None = None
+        self._last_run: RunStats | tuple | None = None
         self._cache: dict[Any, _Traced] = {}
         self._by_arrays: dict[Any, _Traced] = {}
         """The same traces, by the tree and types of calls of jax arrays alone (`_arrays_key`)."""
@@ -638,6 +655,13 @@ class Planned:
     @property
     def mode(self) -> str:
         return self.options.mode
+
+    @property
+    def last_run(self) -> RunStats | None:
+        """What the last call did (None before the first): made when asked, from what the call kept."""
+        if isinstance(self._last_run, tuple):
+            self._last_run = RunStats(*self._last_run)
+        return self._last_run
 
     def _split(self, args, kwargs) -> tuple[_Statics, tuple, dict]:
         """The call's static arguments, and its dynamic positional and keyword arguments."""
@@ -743,12 +767,16 @@ class Planned:
                                    source=traced.converted.module)
 
     def _arrays_key(self, args, kwargs) -> tuple[Any, list]:
-        """A call's cache key where it passes jax arrays alone and nothing is static (else None), and
-        its flat arguments: a warm call costs a few microseconds, as `jax.jit`'s does."""
+        """A call's cache key where it passes concrete jax arrays alone (no tracer) and nothing is
+        static (else None), and its flat arguments: a warm call costs a few microseconds, as
+        `jax.jit`'s does. The key holds
+        each array's aval (shape, dtype, weak type and sharding), an attribute the array keeps: a few
+        times cheaper than reading the three apart; arrays of another sharding make another key for
+        the same trace (`_traced`)."""
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
-        if self.options.static_argnums or self.options.static_argnames or not all(isinstance(x, jax.Array) for x in leaves):
+        if self.options.static_argnums or self.options.static_argnames or not all(map(_concrete, leaves)):
             return None, leaves
-        return (treedef, tuple((x.shape, x.dtype, weak_type(x)) for x in leaves)), leaves
+        return (treedef, tuple(x.aval for x in leaves)), leaves
 
     def __call__(self, *args, **kwargs):
         key, flat_args = self._arrays_key(args, kwargs)
@@ -765,7 +793,7 @@ class Planned:
                 self._by_arrays[key] = traced
             _, args, kwargs = self._split(args, kwargs)
             flat_args = jax.tree_util.tree_leaves((args, kwargs))
-        if traced.closed_over or any(isinstance(x, core.Tracer) for x in flat_args):
+        if traced.closed_over or (key is None and any(isinstance(x, core.Tracer) for x in flat_args)):
             # under a transformation: see `planned_call`
             outputs = planned_call.bind([*traced.closed_over, *flat_args], traced.closed_jaxpr, self.options.program_options,
                                         _Program(self, traced.closed_jaxpr, traced))
@@ -775,7 +803,8 @@ class Planned:
         return jax.tree_util.tree_unflatten(traced.out_tree, self._run(traced, flat_args))
 
     def _run(self, traced: _Traced, flat_args) -> tuple:
-        """The flat outputs of one concrete call, its `last_run` recorded."""
+        """The flat outputs of one concrete call, its `last_run` recorded (as the fields of a
+        `RunStats`, made when `last_run` is read)."""
         counter = _OpCounter()
         sampler = LiveBytesSampler() if self.options.measure_memory else None
         start = time.perf_counter()
@@ -783,12 +812,11 @@ class Planned:
         seconds = time.perf_counter() - start
         temp = self._runner.measured(traced, flat_args, sampler) if sampler is not None else None
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
-        self.last_run = RunStats(
-            self.mode, counter.ops, seconds, ran.arena_bytes, ran.copied_bytes, before, peak, traced.phases.take(),
-            output_bytes=sum(x.nbytes for x in ran.outputs if isinstance(x, jax.Array)),
-            held_bytes=ran.held_bytes,
-            kernel_temp_bytes=temp,
-        )
+        if traced.output_bytes is None:
+            traced.output_bytes = sum(x.nbytes for x in ran.outputs if isinstance(x, jax.Array))
+        # `RunStats`'s fields in order: a tuple costs a fraction of the dataclass a call may never read
+        self._last_run = (self.mode, counter.ops, seconds, ran.arena_bytes, ran.copied_bytes, before, peak,
+                          traced.phases.take(), traced.output_bytes, ran.held_bytes, temp)
         return ran.outputs
 
 

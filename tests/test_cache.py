@@ -96,6 +96,45 @@ def test_a_kernel_from_the_cache_skips_planning_and_gives_jits_outputs(cache_dir
     assert entries(cache_dir) == [entry]
 
 
+@pytest.mark.parametrize("keep_arena", [False, True])
+def test_a_kernel_from_the_cache_is_called_as_it_was_built(cache_dir, keep_arena):
+    """The stored module makes its arena as the kernel does (no arena taken or handed back), or, with
+    `keep_arena`, takes the kept one, donated to each call and handed back."""
+    jaxalloc.planned(rnn, keep_arena=keep_arena)(*rnn_args())
+    (entry,) = entries(cache_dir)
+    assert cache.load(entry.stem).makes_arena == (not keep_arena)
+    hit = jaxalloc.planned(rnn, keep_arena=keep_arena)
+    for _ in range(2):
+        assert_same(hit(*rnn_args()), jax.jit(rnn)(*rnn_args()))
+    (traced,) = hit._cache.values()
+    (kernel,) = traced.kernels.values()
+    assert kernel.loaded and kernel.makes_arena == (not keep_arena)
+    assert (kernel.arena is not None) == keep_arena
+    arena = [a.shape for a in kernel.traced(jax.tree.leaves(rnn_args())).jaxpr.in_avals].count((kernel.words,))
+    assert arena == int(keep_arena)
+    assert hit.last_run.held_bytes == (hit.last_run.arena_bytes if keep_arena else 0)
+
+
+def test_an_entry_of_another_format_is_not_read(cache_dir, monkeypatch):
+    """An entry written by a jaxalloc whose kernels were called otherwise (format 1: every kernel took
+    its arena) has another key, and is not read under this one either."""
+    f = jaxalloc.planned(rnn)
+    f(*rnn_args())
+    (entry,) = entries(cache_dir)
+    stored = cache.load(entry.stem)
+    (traced,) = f._cache.values()
+    options = {"mode": "compiled"}
+    key = cache.kernel_key(traced.closed_jaxpr, options)
+    monkeypatch.setattr(cache, "FORMAT", b"jaxalloc kernel 1\n")
+    assert cache.kernel_key(traced.closed_jaxpr, options) != key
+    cache.store(entry.stem, stored)  # written again in format 1
+    monkeypatch.undo()
+    assert cache.load(entry.stem) is None
+    again = jaxalloc.planned(rnn)
+    assert_same(again(*rnn_args()), jax.jit(rnn)(*rnn_args()))
+    assert "plan" in again.last_run.phases and cache.load(entry.stem).makes_arena  # and written again
+
+
 def test_a_changed_option_or_shape_is_another_entry(cache_dir):
     jaxalloc.planned(rnn)(*rnn_args())
     for f, args in ((jaxalloc.planned(rnn, alignment=128), rnn_args()), (jaxalloc.planned(rnn, passes=("jx-dce",)), rnn_args()),

@@ -1,6 +1,6 @@
 """The compiled arena executor (`mode="compiled"`): the corpus, random and library programs through
-the differential check, and what makes its memory honest (the arena donated and updated in place,
-no copy of it in the kernel)."""
+the differential check, and what makes its memory honest (the arena made once by the kernel, or
+kept and donated, and updated in place, no copy of it in the kernel)."""
 
 from __future__ import annotations
 
@@ -160,6 +160,98 @@ def test_between_calls_only_a_kept_arena_is_held(keep_arena):
     outputs = planned(*STEP_ARGS)
     assert _arenas(_kernel(planned)) == int(keep_arena)
     assert_same(planned(*STEP_ARGS), outputs)
+
+
+def _backend_compiles(call) -> int:
+    """XLA's compiles while `call` runs: each executable JAX builds, a jitted function's included."""
+    compiles = []
+
+    def heard(event: str, seconds: float, **_) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(seconds)
+
+    jax.monitoring.register_event_duration_secs_listener(heard)
+    try:
+        jax.block_until_ready(call())
+    finally:
+        jax.monitoring.unregister_event_duration_listener(heard)
+    return len(compiles)
+
+
+def test_the_kernel_makes_its_arena_itself():
+    """Without `keep_arena` the kernel takes no arena and hands none back: it makes the arena, a buffer
+    of its own temp memory, once, and a call compiles and dispatches the kernel alone (a new array
+    donated to each call was an executable and a dispatch of its own)."""
+    args = (STEP_ARGS[0], STEP_ARGS[1][:, :3])  # shapes of their own: no executable of another test serves them
+    planned = jaxalloc.planned(_step)
+    assert _backend_compiles(lambda: planned(*args)) == 1
+    kernel = _kernel(planned)
+    assert kernel.makes_arena and planned.last_run.arena_bytes > 0
+    leaves = jax.tree_util.tree_leaves(args)
+    in_avals = kernel.traced(leaves).jaxpr.in_avals
+    assert (kernel.words,) not in [a.shape for a in in_avals]  # `base`, the offsets, the arguments
+    hlo = kernel.executable(leaves).as_text()
+    assert kernel.arenas_made(hlo) == 1 and kernel.arena_copies(hlo) == 0
+    assert _backend_compiles(lambda: planned(*args)) == 0
+    assert _arenas(kernel) == 0 and planned.last_run.held_bytes == 0
+
+
+def test_an_arena_the_kernel_makes_twice_counts_as_a_copy():
+    """XLA could make the arena's broadcast again where it would copy the arena; a broadcast fused into
+    a read of the arena before its first write reads zeros and makes none."""
+    planned = jaxalloc.planned(_step)
+    planned(*STEP_ARGS)
+    kernel = _kernel(planned)
+    arena = f"u{8 * kernel.word.itemsize}[{kernel.words}]"
+    made = f"ROOT %b.1 = {arena}{{0}} broadcast(%c.1), dimensions={{}}"
+    hlo = "\n".join([
+        f"%fused_computation.1 (p.1: s32[]) -> {arena} {{", "  %c.1 = u32[] convert(%p.1)", f"  {made}", "}",
+        "%fused_computation.2 (p.2: s32[]) -> u32[2] {", "  %c.2 = u32[] convert(%p.2)",
+        f"  %b.2 = {arena}{{0}} broadcast(%c.2), dimensions={{}}", "  ROOT %s.2 = u32[2]{0} slice(%b.2), slice={[0:2]}", "}",
+        f"ENTRY %main (base: s32[]) -> {arena} {{", f"  ROOT %f.1 = {arena}{{0}} fusion(%base), calls=%fused_computation.1", "}",
+    ])
+    assert kernel.arenas_made(hlo) == 1 and kernel.arena_copies(hlo) == 0
+    header = "%fused_computation.2 (p.2: s32[]) -> u32[2] {"
+    twice = hlo.replace(header, header + "\n  " + made.replace("ROOT %b.1", "%b.3"))
+    assert kernel.arenas_made(twice) == 1  # inside a fusion of another result: a value, not an arena
+    entry_twice = hlo.replace(f"  ROOT %f.1 = {arena}", f"  %b.4 = {arena}{{0}} broadcast(%base), dimensions={{}}\n  ROOT %f.1 = {arena}")
+    assert kernel.arenas_made(entry_twice) == 2 and kernel.arena_copies(entry_twice) == 1
+
+
+@pytest.mark.parametrize("keep_arena", [False, True])
+def test_a_call_reports_its_arena_apart_from_the_kernels_temp(keep_arena):
+    """`last_run` means the same whether the kernel makes its arena or takes a kept one: the arena,
+    the kernel's XLA temp beside it (a kernel that makes its arena holds it in its temp), the
+    outputs, and what is held between calls."""
+    planned = jaxalloc.planned(_step, keep_arena=keep_arena, measure_memory=True)
+    outputs = planned(*STEP_ARGS)
+    run, kernel = planned.last_run, _kernel(planned)
+    assert kernel.makes_arena == (not keep_arena)
+    executable = kernel.executable(jax.tree_util.tree_leaves(STEP_ARGS))
+    temp = int(executable.memory_analysis().temp_size_in_bytes)
+    arena = kernel.words * kernel.word.itemsize
+    assert run.kernel_temp_bytes == (temp - arena if not keep_arena else temp) >= 0
+    assert run.arena_bytes == kernel.arena_bytes > 0
+    assert run.held_bytes == (run.arena_bytes if keep_arena else 0)
+    assert run.output_bytes == sum(x.nbytes for x in jax.tree_util.tree_leaves(outputs))
+    assert run.call_bytes == run.arena_bytes + run.kernel_temp_bytes + run.output_bytes
+    kept = jaxalloc.planned(_step, keep_arena=not keep_arena, measure_memory=True)
+    kept(*STEP_ARGS)
+    assert kept.last_run.arena_bytes == run.arena_bytes
+    # the same kernel but for where its arena comes from: XLA's temp beside it is as large, but for
+    # the padding of its buffer and what XLA puts in its bytes before or after it
+    assert abs(kept.last_run.kernel_temp_bytes - run.kernel_temp_bytes) <= 256
+
+
+def test_last_run_is_the_last_calls():
+    planned = jaxalloc.planned(_step)
+    assert planned.last_run is None
+    planned(*STEP_ARGS)
+    first = planned.last_run
+    assert first is planned.last_run and first.phases  # made once, when read
+    planned(*STEP_ARGS)
+    assert planned.last_run is not first and planned.last_run.phases == {}
+    assert planned.last_run.output_bytes == first.output_bytes > 0
 
 
 def test_the_kernel_never_copies_the_arena():
@@ -567,7 +659,7 @@ def test_the_kernel_temp_is_within_its_largest_op():
     planned(*STEP_ARGS)
     kernel = _kernel(planned)
     executable = kernel.executable(jax.tree_util.tree_leaves(STEP_ARGS))
-    temp = executable.memory_analysis().temp_size_in_bytes
+    temp = kernel.temp_beside_arena(executable)
     module = planned.plan(*STEP_ARGS, include_outputs=True).module
     largest = max(sum(byte_size(v.type) for v in (*op.operands, *op.results)) for op in module.walk() if isinstance(op, jx.PrimOp))
     assert 0 < temp <= largest + _loop_state_bytes(executable.as_text())
@@ -590,7 +682,8 @@ def test_a_gradient_summed_in_a_loop_is_updated_where_it_lies():
     round, 263,112 bytes of temp against 17,440). The call holds what `jax.jit`'s does, within 5%."""
     w, xs = jnp.full((256, 256), 0.01), jnp.ones((16, 8, 256))
     planned = check_program(_weight_gradient, w, xs, mode="compiled")
-    temp = _kernel(planned).executable([w, xs]).memory_analysis().temp_size_in_bytes
+    kernel = _kernel(planned)
+    temp = kernel.temp_beside_arena(kernel.executable([w, xs]))
     jit_temp = jax.jit(_weight_gradient).lower(w, xs).compile().memory_analysis().temp_size_in_bytes
     assert temp < 2 * w.nbytes and planned.last_run.arena_bytes + temp <= 1.05 * jit_temp
 
@@ -608,7 +701,8 @@ def test_a_scan_s_stacked_outputs_a_product_reads_are_updated_in_place_in_xla_s_
     jit's.)"""
     xs, w = jnp.linspace(-1.0, 1.0, 32 * 64 * 64).reshape(32, 64, 64), jnp.full((64, 64), 0.01)
     planned = check_program(_stacked_then_multiplied, xs, w, mode="compiled")
-    temp = _kernel(planned).executable([xs, w]).memory_analysis().temp_size_in_bytes
+    kernel = _kernel(planned)
+    temp = kernel.temp_beside_arena(kernel.executable([xs, w]))
     jit_temp = jax.jit(_stacked_then_multiplied).lower(xs, w).compile().memory_analysis().temp_size_in_bytes
     held = planned.last_run.arena_bytes + temp
     assert held < 1.5 * xs.nbytes and held <= jit_temp + 64 * 1024

@@ -1,6 +1,6 @@
 """The compiled arena executor (`planned(f, mode="compiled")`): a planned function as one jitted
-kernel over a donated arena. docs/design/compiled.md says how the kernel is built and what keeps
-XLA from undoing the plan.
+kernel over an arena it makes itself (or one kept between calls). docs/design/compiled.md says how
+the kernel is built and what keeps XLA from undoing the plan.
 
 - `kinds`: what a value is while the kernel is traced (in the arena, an array, either).
 - `offsets`: offsets and rounds, Python ints or traced int32 scalars; the `mem` dialect's multi-view

@@ -33,10 +33,14 @@ import numpy as np
 from jaxalloc.errors import JaxallocError
 from jaxalloc.execution.compiled.stored import StoredKernel
 
-FORMAT = b"jaxalloc kernel 1\n"
-"""The first line of every entry: an entry in another format is not read."""
+FORMAT = b"jaxalloc kernel 2\n"
+"""The first line of every entry, and the start of every key: an entry in another format is not read
+(2: a kernel that makes its arena takes none and hands none back, `StoredKernel.makes_arena`)."""
 
 ENVIRONMENT = "JAXALLOC_CACHE_DIR"
+
+FIELDS = ("arena_bytes", "word", "offsets", "status", "status_words", "donated", "makes_arena")
+"""What an entry holds beside the module (`StoredKernel`'s fields)."""
 
 
 class Config:
@@ -160,7 +164,7 @@ def store(key: str, stored: StoredKernel) -> None:
     folder = cache_dir()
     if folder is None:
         return
-    fields = {"key": key, **{f: getattr(stored, f) for f in ("arena_bytes", "word", "offsets", "status", "status_words", "donated")}}
+    fields = {"key": key, **{f: getattr(stored, f) for f in FIELDS}}
     body = json.dumps(fields).encode() + b"\n" + stored.module
     data = FORMAT + hashlib.sha256(body).hexdigest().encode() + b"\n" + body
     try:

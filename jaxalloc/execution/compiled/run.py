@@ -1,14 +1,13 @@
-"""One planned module run as one jitted kernel over a donated arena (`CompiledRun`): the module
+"""One planned module run as one jitted kernel over an arena (`CompiledRun`): the module
 interpreted once per signature under tracing (`CompiledFunctions`), its offsets made arguments
-(`offsets_as_arguments`), the result lowered as one call. Each call makes a new arena and donates
-it to the kernel, which updates it in place and hands it back to be dropped; with `keep_arena` the
-one handed back is kept for the next call. Donated arguments (`mem.args`) are written at their
-slots as the kernel starts, and donated to it too."""
+(`offsets_as_arguments`), the result lowered as one call. The kernel makes its arena itself, a
+buffer of XLA's temp memory that it updates in place and drops as it ends; with `keep_arena` one
+arena is kept between calls instead, donated to each and handed back. Donated arguments
+(`mem.args`) are written at their slots as the kernel starts, and donated to it too."""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 import warnings
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ import jax
 import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 from jax._src import core as jax_core
 from jax.extend.core.primitives import jit_p
 from xdsl.dialects.builtin import ArrayAttr
@@ -29,7 +29,7 @@ from jaxalloc.execution.arena import WORDS
 from jaxalloc.execution.compiled.functions import CompiledFunctions
 from jaxalloc.execution.compiled.kinds import Retrace
 from jaxalloc.execution.compiled.rewrite import offsets_as_arguments
-from jaxalloc.execution.compiled.stored import StoredKernel, call_stored, lowered_module
+from jaxalloc.execution.compiled.stored import StoredKernel, call_stored, donate_argnums, lowered_module
 from jaxalloc.execution.interpreter import make_interpreter, with_weak_type
 
 
@@ -48,16 +48,27 @@ def _jit_call(closed: jax.extend.core.ClosedJaxpr) -> dict:
     return dict(call, jaxpr=closed, name="kernel")
 
 
+def making_arena(kernel: Callable, words: int, word) -> Callable:
+    """`kernel`, a function of `(arena, base, offsets, *args)`, as one of `(base, offsets, *args)` that
+    makes its arena of `words` zero words itself and hands back no arena: `(None, status, outputs)`.
 
+    The zeros are `base` (always 0, which XLA cannot see) broadcast, so that XLA cannot fold a read
+    of the arena before its first write into a constant. The arena is then a buffer of the kernel's
+    own temp memory, allocated with the rest of it: a new array made for every call and donated to
+    it would be a dispatch of its own (a quarter of a small kernel's call) and, in a new process, an
+    executable of its own to compile."""
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _new_arena(words: int, word) -> jax.Array:
-    return jnp.zeros(words, word)
+    def with_arena(base, offsets, *args):
+        arena = lax.broadcast(lax.convert_element_type(base, word), (words,))
+        _, status, outputs = kernel(arena, base, offsets, *args)
+        return None, status, outputs
+
+    return with_arena
 
 
 class CompiledRun:
-    """One planned module as one jitted function over a donated arena: a new one each call, or one
-    kept between calls (`keep_arena`)."""
+    """One planned module as one jitted function over an arena: one the kernel makes itself each
+    call, or one kept between calls and donated to each (`keep_arena`)."""
 
     def __init__(self, module, func_name: str, arena_bytes: int, functions: CompiledFunctions,
                  donated: Sequence[int] = (), out_avals: Sequence[Any] = (), small_loops: bool = True,
@@ -78,8 +89,8 @@ class CompiledRun:
         """What a call needs, however the kernel is made."""
         self.arena_bytes, self.donated = arena_bytes, tuple(donated)
         self.keep_arena = keep_arena
-        """Whether the arena stays allocated between calls, donated to each and handed back (no
-        allocation a call, for latency); else each call makes a new one, dropped as the call ends."""
+        """Whether the arena stays allocated between calls, donated to each and handed back; else the
+        kernel makes it (`makes_arena`), a buffer of its temp memory, dropped as the call ends."""
         # the outputs' types: the kernel gives them their weak types, as `jax.jit` does, where a
         # conversion after each call would cost a dispatch of its own
         self.out_avals = tuple(out_avals)
@@ -89,18 +100,27 @@ class CompiledRun:
         self.jaxpr: jax.extend.core.ClosedJaxpr | None = None
         """What the kernel computes (after a call): the arena, `base`, the arguments, then the offsets."""
         self._offsets: tuple = ()
-        self._status: np.ndarray | None = None
-        """The copied bytes and wrong rounds where no op of the kernel can change them (`interpret`)."""
+        self._status: tuple[int, ...] | None = None
+        """The kernel's status (`_status_of`) where no op of it can change it (`interpret`): what every
+        call finds, with nothing read back."""
         self._temp_bytes: int | None = None
         self.stored: StoredKernel | None = None
         """The kernel as a later process can load it (`store`), where it can (`StoredKernel.storable`)."""
         self.loaded = False
         """Whether the kernel is one an earlier process stored (`from_stored`)."""
 
+    @property
+    def makes_arena(self) -> bool:
+        """Whether the kernel makes its arena itself (`making_arena`), as it does but with `keep_arena`:
+        it then takes no arena and hands none back, and its XLA temp memory holds the arena."""
+        return not self.keep_arena
+
     @classmethod
     def from_stored(cls, stored: StoredKernel, out_avals: Sequence[Any], keep_arena: bool = False) -> CompiledRun:
         """The kernel an earlier process stored, called as that process called it: no module to
         interpret, no kernel to trace."""
+        if stored.makes_arena == keep_arena:
+            raise ValueError("a stored kernel that makes its arena runs without keep_arena, one that takes it with it")
         run = cls.__new__(cls)
         run._set_up(stored.arena_bytes, stored.donated, out_avals, keep_arena)
         run.functions, run.module, run.func_name, run.store = None, None, "", False
@@ -108,7 +128,7 @@ class CompiledRun:
         run.stored, run.loaded = stored, True
         run.kernel = call_stored(stored, run.words, out_avals, run.donated)
         run._offsets = tuple(jax.device_put([np.int32(word) for word in stored.offsets]))
-        run._status = None if stored.status is None else np.array(stored.status, np.int32)
+        run._status = stored.status
         return run
 
     def interpret(self, arena, base, *args):
@@ -122,7 +142,7 @@ class CompiledRun:
         status = (*functions.arena.copied, functions.wrong_rounds)
         if not any(isinstance(s, jax.core.Tracer) for s in status):
             # known as it is traced: a constant output would be a kernel XLA compiles of its own
-            self._status = np.array(status, np.int32)
+            self._status = tuple(np.array(status, np.int32).tolist())
             return functions.arena.bytes, None, outputs
         return functions.arena.bytes, jnp.stack([jnp.asarray(s, jnp.int32) for s in status]), outputs
 
@@ -142,19 +162,26 @@ class CompiledRun:
         def kernel(arena, base, offsets, *args):
             return jax.tree.unflatten(traced.out_tree, jit_p.bind(arena, base, *args, *offsets, **call))
 
+        if self.makes_arena:
+            kernel = making_arena(kernel, self.words, self.word)
         self._offsets = tuple(jax.device_put(np.int32(word)) for word in words)
-        self.kernel = jax.jit(kernel, donate_argnums=(0, *(3 + k for k in self.donated)))
+        self.kernel = jax.jit(kernel, donate_argnums=self.donate_argnums)
         if self.store:
             self._store(kernel, traced, args)
+
+    @property
+    def donate_argnums(self) -> tuple[int, ...]:
+        """The kernel's donated arguments: the arena where it takes one, and the arguments `donated`."""
+        return donate_argnums(self.makes_arena, self.donated)
 
     def _store(self, kernel: Callable, traced: jax.stages.Traced, args: Sequence[Any]) -> None:
         """The kernel lowered and kept (`stored`), and called through the stored module from now on."""
         _, status, outputs = traced.out_info
         stored = StoredKernel(
-            lowered_module(kernel, (*self._abstract_arena(), self._offsets, *args)), self.arena_bytes,
+            lowered_module(kernel, (*self._abstract_arguments(), self._offsets, *args)), self.arena_bytes,
             np.dtype(self.word).name, tuple(int(offset) for offset in self._offsets),
-            None if status is not None else tuple(self._status.tolist()),
-            0 if status is None else status.shape[0], self.donated,
+            None if status is not None else self._status,
+            0 if status is None else status.shape[0], self.donated, self.makes_arena,
         )
         self.stored = stored if stored.storable else None
         if self.stored is not None:
@@ -190,27 +217,28 @@ class CompiledRun:
         if self.kernel is None:
             self.compile(args)
         status, outputs = self.run(args)
-        if status is None:
-            status = self._status
-        # one small transfer: reading each scalar apart costs a device-to-host round trip each
-        low, high, wrong = np.asarray(status).tolist()
-        return outputs, low + (high << 20), bool(wrong)
+        # known as the kernel was traced, else one small transfer: reading each scalar apart costs a
+        # device-to-host round trip each
+        return (outputs, *_status_of(self._status if status is None else np.asarray(status).tolist()))
 
     def run(self, args: Sequence[Any]) -> tuple[jax.Array, tuple]:
+        if self.makes_arena and not self.donated:
+            _, status, outputs = self.kernel(self._base, self._offsets, *args)
+            return status, outputs
         with warnings.catch_warnings() if self.donated else contextlib.nullcontext():
             if self.donated:  # a donated argument no output takes: its bytes are in the arena
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-            arena, status, outputs = self.kernel(self._arena_of_call(), self._base, self._offsets, *args)
+            arena, status, outputs = self.kernel(*self._arena_of_call(), self._base, self._offsets, *args)
             if self.keep_arena:
                 self._arena = arena
             return status, outputs
 
-    def _arena_of_call(self) -> jax.Array:
-        """The arena of a call: the one the last call handed back where it is kept, else a new one
-        (zeros made on the device by a kernel of their own, which XLA compiles once)."""
-        if self.keep_arena and self._arena is not None:
-            return self._arena
-        return _new_arena(self.words, self.word)
+    def _arena_of_call(self) -> tuple[jax.Array, ...]:
+        """The arena argument of a call: none where the kernel makes its own (`makes_arena`), else the
+        one the last call handed back, or zeros at the first call."""
+        if self.makes_arena:
+            return ()
+        return (jnp.zeros(self.words, self.word) if self._arena is None else self._arena,)
 
     @property
     def words(self) -> int:
@@ -224,7 +252,13 @@ class CompiledRun:
 
     def traced(self, args: Sequence[Any]) -> jax.stages.Traced:
         """The kernel traced for `args` (after a call)."""
-        return self.kernel.trace(*self._abstract_arena(), self._offsets, *args)
+        return self.kernel.trace(*self._abstract_arguments(), self._offsets, *args)
+
+    def _abstract_arguments(self) -> tuple[jax.ShapeDtypeStruct, ...]:
+        """The types of the kernel's arguments before its offsets: `base`, after the arena where the
+        kernel takes one."""
+        arena, base = self._abstract_arena()
+        return (base,) if self.makes_arena else (arena, base)
 
     def _abstract_arena(self) -> tuple[jax.ShapeDtypeStruct, jax.ShapeDtypeStruct]:
         """The types of the arena and of `base`, for tracing before any arena exists."""
@@ -237,7 +271,8 @@ class CompiledRun:
         if self.kernel is None:
             with jax_core.eval_context():  # built as at a call: its constants concrete, not the enclosing trace's
                 self.compile([jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in map(jax.typeof, args)])
-        _, _, outputs = self.kernel(jnp.zeros(self.words, self.word), _ZERO, self._offsets, *args)
+        arena = () if self.makes_arena else (jnp.zeros(self.words, self.word),)
+        _, _, outputs = self.kernel(*arena, _ZERO, self._offsets, *args)
         return outputs
 
     def executable(self, args: Sequence[Any]):
@@ -245,20 +280,58 @@ class CompiledRun:
         return self.traced(args).lower().compile()
 
     def temp_bytes(self, args: Sequence[Any]) -> int:
-        """XLA's temp memory of the kernel (compiled again to be read, once: a kernel is built for one
-        signature)."""
+        """XLA's temp memory of the kernel beside the arena (compiled again to be read, once: a kernel
+        is built for one signature)."""
         if self._temp_bytes is None:
-            self._temp_bytes = int(self.executable(args).memory_analysis().temp_size_in_bytes)
+            self._temp_bytes = self.temp_beside_arena(self.executable(args))
         return self._temp_bytes
+
+    def temp_beside_arena(self, executable) -> int:
+        """XLA's temp memory of an executable of the kernel but the arena's: a kernel that makes its
+        arena (`makes_arena`) holds it in its temp memory, where `RunStats` counts it apart
+        (`arena_bytes`). XLA may put other temporaries in the arena's bytes before the kernel makes
+        it or after it last reads it, so this can be less than the temp of the same kernel taking
+        its arena (never below 0)."""
+        temp = int(executable.memory_analysis().temp_size_in_bytes)
+        if not self.makes_arena or not self.arenas_made(executable.as_text()):
+            return temp  # none made: the kernel takes it, or XLA dropped an arena nothing reads
+        return max(0, temp - self.words * self.word.itemsize)
 
     def arena_copies(self, executable_or_hlo) -> int:
         """Copies of the whole arena XLA put in the kernel (its executable, or its HLO text): 0 where
-        it updates the arena in place (and where the arena is empty)."""
+        it updates the arena in place (and where the arena is empty). An arena made more than once
+        counts as copies too (`arenas_made`): XLA may make a broadcast again where it would copy it."""
         if not self.arena_bytes:
             return 0
         words = f"u{8 * self.word.itemsize}[{self.words}]"
         hlo = executable_or_hlo if isinstance(executable_or_hlo, str) else executable_or_hlo.as_text()
-        return len(re.findall(re.escape(words) + r"\{0\} copy\(", hlo))
+        made = self.arenas_made(hlo) if self.makes_arena else 0
+        return len(re.findall(re.escape(words) + r"\{0\} copy\(", hlo)) + max(0, made - 1)
+
+    def arenas_made(self, hlo: str) -> int:
+        """The buffers of the arena's type that the kernel's HLO makes by a broadcast (`making_arena`):
+        every such broadcast outside a fusion, and inside a fusion of that result type unless the
+        fusion only slices it (XLA fuses the broadcast into a read of the arena before its first
+        write, a read of zeros, which makes no arena)."""
+        words = f"u{8 * self.word.itemsize}[{self.words}]"
+        made = 0
+        for computation in re.split(r"\n(?=\S)", hlo):
+            header, _, body = computation.partition("\n")
+            fused = header.startswith("%fused")
+            if fused and not header.rstrip(" {").endswith(f"-> {words}"):
+                continue  # a fusion of another result type: a read of zeros, never an arena
+            for root, name in re.findall(r"(ROOT )?(%\S+) = " + re.escape(words) + r"\{0\} broadcast\(", body):
+                uses = re.findall(re.escape(name) + r"(?![\w.])", body)[1:]
+                slices = re.findall(r"(?:slice|dynamic-slice)\([^)]*" + re.escape(name) + r"(?![\w.])", body)
+                made += not fused or bool(root) or len(slices) < len(uses)
+        return made
+
+
+def _status_of(status: Sequence[int]) -> tuple[int, bool]:
+    """The copied bytes and whether a loop ran other rounds than it said, from a kernel's status
+    (the copied bytes in two words of 20 bits and the rest, and the wrong rounds)."""
+    low, high, wrong = status
+    return low + (high << 20), bool(wrong)
 
 
 def _granule(module, arena_bytes: int) -> int:

@@ -42,6 +42,10 @@ class StoredKernel:
     """The words of the status the kernel returns (0 where `status` is known)."""
     donated: tuple[int, ...]
     """The flat arguments the kernel takes donated: those a call deletes (`CompiledRun.donated`)."""
+    makes_arena: bool
+    """Whether the module makes its arena itself (`CompiledRun.makes_arena`): a function of `(base,
+    *offsets, *args)` that returns no arena, else of `(arena, base, *offsets, *args)` that returns it
+    first (`keep_arena`)."""
 
     def __post_init__(self) -> None:
         if (self.status is None) == (self.status_words == 0):
@@ -75,24 +79,33 @@ def _stored_kernel_lowering(ctx, *args, module: bytes, out_avals: tuple):
 mlir.register_lowering(stored_kernel_p, _stored_kernel_lowering)
 
 
+def donate_argnums(makes_arena: bool, donated: Sequence[int]) -> tuple[int, ...]:
+    """The donated arguments of a kernel of `([arena,] base, offsets, *args)`: the arena where it takes
+    one, and the flat arguments `donated`."""
+    return (*(2 + k for k in donated),) if makes_arena else (0, *(3 + k for k in donated))
+
+
 def lowered_module(kernel, abstract_args: Sequence) -> bytes:
-    """The StableHLO bytecode of a kernel (a function of `(arena, base, offsets, *args)`) for these
+    """The StableHLO bytecode of a kernel (a function of `([arena,] base, offsets, *args)`) for these
     arguments, every one of them kept: a call passes them all, used or not."""
     lowered = jax.jit(kernel, keep_unused=True).trace(*abstract_args).lower()
     return mlir.module_to_bytecode(lowered.compiler_ir("stablehlo"))
 
 
 def call_stored(stored: StoredKernel, words: int, out_avals: Sequence, donated: Sequence[int]):
-    """A jitted function that calls the stored module as `CompiledRun.kernel` calls the kernel,
-    `(arena, base, offsets, *args) -> (arena, status, outputs)`, donating the arena and the
-    arguments `donated` (flat positions among `args`)."""
-    arena = jax.core.ShapedArray((words,), np.dtype(stored.word))
+    """A jitted function that calls the stored module as `CompiledRun.kernel` calls the kernel:
+    `(base, offsets, *args) -> (None, status, outputs)` where it makes its arena (`makes_arena`), else
+    `(arena, base, offsets, *args) -> (arena, status, outputs)`; it donates `donate_argnums(makes_arena,
+    donated)`, the arena where it takes one and the arguments `donated` (flat positions among `args`)."""
+    arena = (jax.core.ShapedArray((words,), np.dtype(stored.word)),) if not stored.makes_arena else ()
     status = (jax.core.ShapedArray((stored.status_words,), np.int32),) if stored.status_words else ()
-    avals = (arena, *status, *(jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type) for a in out_avals))
-    returns_status = bool(stored.status_words)
+    avals = (*arena, *status, *(jax.core.ShapedArray(a.shape, a.dtype, weak_type=a.weak_type) for a in out_avals))
+    first, returns_status = len(arena), bool(stored.status_words)
 
-    def kernel(arena, base, offsets, *args):
-        results = stored_kernel_p.bind(arena, base, *offsets, *args, module=stored.module, out_avals=avals)
-        return results[0], results[1] if returns_status else None, tuple(results[1 + returns_status:])
+    def kernel(*arguments):
+        *arena, base, offsets = arguments[:first + 2]
+        results = stored_kernel_p.bind(*arena, base, *offsets, *arguments[first + 2:], module=stored.module, out_avals=avals)
+        return (results[0] if first else None, results[first] if returns_status else None,
+                tuple(results[first + returns_status:]))
 
-    return jax.jit(kernel, donate_argnums=(0, *(3 + k for k in donated)))
+    return jax.jit(kernel, donate_argnums=donate_argnums(stored.makes_arena, donated))
