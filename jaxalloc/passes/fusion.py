@@ -14,7 +14,9 @@ fused op takes the place of the group's last op; the others move down to it, whi
 ops but lengthens the lives of their operands by the ops they skip: where a move would make a step
 hold more than the bound before fusion (in a loop body or a branch, where the longer life is a
 value of one aligned slot: more than the block's own peak), the chain is cut at its last moved link,
-which stays where it is as a fusion of the links before it, so fusion never raises the bound.
+which stays where it is as a fusion of the links before it, so fusion never raises the bound. A cut
+may blame a move that raised nothing (it read a value that lives across a step another move
+raised): once no step rises, each cut is undone where still no step rises (`fuse_block`).
 """
 
 from __future__ import annotations
@@ -294,18 +296,29 @@ def _joined_graph(op: Operation, roots: dict[Operation, set[Operation]], graphs:
     return library_graphs.producer(op) and op not in roots.get(op, {op}) and roots[op] <= graphs
 
 
-def fuse_block(block: Block, budget: int | None = None, library: bool = False) -> int:
+def fuse_block(block: Block, budget: int | None = None, library: bool = False, retry: bool = True) -> int:
     """Fuse the elementwise groups of `block` (not of nested blocks); returns how many it made.
 
     A moved op's operands are read where its fusions run, later than before: where that makes a step
     that stays hold more bytes than before any fusion (the bytes of the moved ops' results, no longer
     planned, less those of the operands whose lives grow), the chain of moved ops from such a reader
     is cut at its last link, which stays where it is as a fusion of its own (so the chain moves no
-    farther than that op), and the choice is made again."""
+    farther than that op), and the choice is made again. A cut blames every move whose operands live
+    across a step that rises, not only those that raise it (a layer norm's `x - mean` moved into
+    `(x - mean) * rsqrt(var)`, whose `mean` lives one step longer while the residual add before it,
+    moved into four fusions, fills every step with its operands): with `retry`, once no step rises
+    each cut is undone in turn, first cut first, and stays undone where still no step rises."""
     lives = _Lives(block, budget, library)
     kept: set[Operation] = set()
+    cuts: list[Operation] = []
     while culprits := lives.rises(roots := _choose(lives, kept)):
-        kept |= {_last_moved(op, roots, block) for op in culprits}
+        new = {_last_moved(op, roots, block) for op in culprits} - kept
+        kept |= new
+        cuts.extend(sorted(new, key=lives.position.__getitem__))
+    for op in cuts if retry else ():
+        if not lives.rises(trial := _choose(lives, kept - {op})):
+            kept.discard(op)
+            roots = trial
     groups: dict[Operation, list[Operation]] = {}
     for op in lives.ops:
         for root in roots.get(op, ()):
@@ -358,26 +371,30 @@ class FusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Of two choices of fusions (of a module with one function), the one whose plan has the lower
         bound, if it is no higher than the bound before: the fusions within that bound, or those that
-        leave every step at most as full as before (fewer fusions may plan lower); else none."""
+        leave every step at most as full as before (fewer fusions may plan lower); else the same two
+        choices with no cut undone (`fuse_block`'s `retry`: a block's steps bound its own peak, not
+        what its loop's ring or schedule may cost); else none."""
         if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
             fuse_module(op, library=self.library)
             return
         before = module_bound(op)
-        trials, bounds = {}, {}
-        for budget in (before, None):
-            trials[budget] = op.clone()
-            fuse_module(trials[budget], budget, self.library)
-            bounds[budget] = module_bound(trials[budget])
-        budget = min(bounds, key=lambda b: bounds[b])  # the first of equals: the bound before
-        if bounds[budget] <= before:
-            for inner in list(op.ops):
-                inner.detach()
-            for inner in list(trials[budget].ops):
-                inner.detach()
-                op.body.block.add_op(inner)
+        for retry in (True, False):
+            trials, bounds = {}, {}
+            for budget in (before, None):
+                trials[budget] = op.clone()
+                fuse_module(trials[budget], budget, self.library, retry)
+                bounds[budget] = module_bound(trials[budget])
+            budget = min(bounds, key=lambda b: bounds[b])  # the first of equals: the bound before
+            if bounds[budget] <= before:
+                for inner in list(op.ops):
+                    inner.detach()
+                for inner in list(trials[budget].ops):
+                    inner.detach()
+                    op.body.block.add_op(inner)
+                return
 
 
-def fuse_module(module: ModuleOp, budget: int | None = None, library: bool = False) -> None:
+def fuse_module(module: ModuleOp, budget: int | None = None, library: bool = False, retry: bool = True) -> None:
     """Fuse in every block, loop bodies and branches included; `budget` bounds the function's own
     block, and each nested block's own peak the longer lives of its one-slot values (`OWN_PEAK`)."""
     for inner in module.walk():
@@ -385,4 +402,4 @@ def fuse_module(module: ModuleOp, budget: int | None = None, library: bool = Fal
             continue
         for region in inner.regions:
             for block in region.blocks:
-                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else OWN_PEAK, library)
+                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else OWN_PEAK, library, retry)
