@@ -10,8 +10,9 @@ phase of the compiled first call that took longest (`RunStats.phases`);
 then, for the compiled kernel, its arena, its own temp memory
 (`memory_analysis()`, beside the arena), the largest single op's operands and results (what that
 temp may be), and the copies of the arena XLA put in the kernel (0 when it updates the arena in
-place). The programs are this script's (`benchmark_programs`) and the library corpus
-(`benchmarks/library_models.py`), with the geometric means of each group and of both. Prints
+place). The programs are this script's (`benchmark_programs`), the library corpus
+(`benchmarks/library_models.py`) and the real-library corpus of flax, equinox, diffrax, optax and
+haiku programs (`jaxalloc.testing.library`), with the geometric means of each group and of all. Prints
 Markdown tables; each program's measurements go to stderr as it finishes.
 
     python benchmarks/speed.py [--programs MLP,LSTM] [--repeats N] [--no-op-by-op]
@@ -188,8 +189,12 @@ def main() -> None:
     rows, compiles, groups = [], [], {}
     from library_models import library_programs_list
 
+    from jaxalloc.testing.library import PROGRAMS as REAL_LIBRARY
+
     for group, name, fn, args in [*(("benchmark programs", *p) for p in benchmark_programs()),
-                                  *(("library corpus", *p) for p in library_programs_list())]:
+                                  *(("library corpus", *p) for p in library_programs_list()),
+                                  *(("real-library corpus", p.name, p.fn, p.make_args()) for p in REAL_LIBRARY
+                                    if not wanted or any(w.lower() in p.name.lower() for w in wanted))]:
         if wanted and not any(w.lower() in name.lower() for w in wanted):
             continue
         groups[name] = group
