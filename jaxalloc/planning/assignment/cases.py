@@ -46,9 +46,10 @@ class CasePlanning:
             # memory (a next view's toggle ring, an enclosing case result's), each goes to a free slot
             # of it past the result's (`case_pools`)
             pools, yielded = all(self.may_pool_into(self.dictated[r]) for r in op.res if r in self.dictated), dict(placed)
+            left_to_xla = self.left_to_xla(block, yielded)
             while True:
                 placed = dict(yielded)  # the branch's planner adds the values it computes into results
-                branch_plan = self.plan_block(block, BlockContext(self.options, self.left_to_xla(block, placed), placed, set(),
+                branch_plan = self.plan_block(block, BlockContext(self.options, left_to_xla, placed, set(),
                                                                   ring_holders=frozenset(op.res), pools=pools))
                 pooled = pool_sizes(branch_plan)
                 if not any(n < branch_plan.placed_rings.get(branch_plan.placed_in.get(v), 0) for v, n in branch_plan.spares.items()):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from jaxalloc.analysis.inplace import PRODUCTS, in_place_candidates, is_view, viewed
+from jaxalloc.analysis.liveness import defined_in
 from jaxalloc.dialects import jx
 
 
@@ -59,8 +60,7 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
             found.update(v for v in (*op.operands, *op.results) if left(v))
         elif isinstance(op, jx.WhileOp | jx.CaseOp):
             found.update(v for inner in op.walk() if _multiplies(inner) for v in inner.operands
-                         if v not in op.operands and v.owner is not None and not isinstance(v, BlockArgument)
-                         and v.owner.parent_block() is block and left(v))
+                         if v not in op.operands and defined_in(v, block) and left(v))
     for op in block.ops:
         if any(viewed(op.operands[p]) in found and _read_only_by(op.operands[p], op) for p in in_place_candidates(op)):
             found.update(r for r in op.results if r not in shared)

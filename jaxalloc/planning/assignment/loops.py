@@ -83,10 +83,11 @@ class LoopPlanning:
         # position's next value may be: that origin then toggles around it (`lenders_kept_from`)
         borrowable = frozenset(graph.origin_of) | {args[c] for c in graph.followers}
         pools = self.options.pools
+        left_to_xla = self.left_to_xla(body, dictated)
         while True:
             # a fresh copy each try: planning the body dictates more values (`computed_into_parent`)
             body_plan = self.plan_block(body, BlockContext(
-                self.options, self.left_to_xla(body, dictated), dict(dictated), set(foldable), aliases, holders, unsettled=unsettled, lent=lent,
+                self.options, left_to_xla, dict(dictated), set(foldable), aliases, holders, unsettled=unsettled, lent=lent,
                 followed=followed, pools=pools, stable=frozenset(stable)))
             # an unsettled value whose next value is not then in its next view would be copied there
             # every round: its inner rings start in its slot instead, copying only where round 0 finds
