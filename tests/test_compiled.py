@@ -14,6 +14,8 @@ import pytest
 from jax import lax
 from test_trust import _settling
 
+from xdsl.dialects.builtin import ArrayAttr
+
 import jaxalloc
 from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
@@ -579,8 +581,8 @@ def _power_iteration(a, b):
 def test_a_loop_whose_result_is_an_output_carries_it_as_jit_s_loop_does():
     """`v` starts as the argument `b`; the loop's result is the output, so it lies outside the arena,
     carried in XLA's loop as one array, as `jax.jit`'s loop carries it: no `Either` (the argument
-    in round 0, a ring slot after, with a flag and an offset beside it), and the arena holds only
-    the scalars."""
+    in round 0, a ring slot after, with a flag and an offset beside it), and the arena holds
+    nothing of it."""
     a = jnp.eye(256) * 2.0 + jnp.ones((256, 256)) * 0.001  # a round reads too much for one kernel
     b = jnp.linspace(-1.0, 1.0, 256)
     planned = check_program(_power_iteration, a, b, mode="compiled")
@@ -596,6 +598,40 @@ def test_a_loop_whose_result_is_an_output_carries_it_as_jit_s_loop_does():
                 for v in e.invars if isinstance(v, jax.extend.core.Literal) and v.aval.dtype == jnp.int32]
     assert len(literals) == 1
     assert {literals[0].outvars[0]} == rewrite.round_counters(body, loop.params["body_nconsts"])
+
+
+def _adaptive_steps(y, dt):
+    """A while loop carrying a vector and scalars (time, step size, a counter, a flag), as an ODE
+    solver's does, with a branch on a scalar."""
+    def body(state):
+        t, dt, n, done, y = state
+        y = y + dt * jnp.cos(y + t)
+        dt = lax.cond(jnp.abs(y).max() > 2.0, lambda d: d * 0.5, lambda d: d * 1.1, dt)
+        return t + dt, dt, n + 1, t + dt >= 1.0, y
+
+    y = lax.while_loop(lambda s: ~s[3] & (s[2] < 64), body, (0.0, dt, 0, False, y))[4]
+    return jnp.cumsum(y)  # the loop's vector in no output's memory: in the arena
+
+
+def test_scalars_are_xla_s_and_the_arena_holds_the_rest():
+    """The kernel's plan leaves every scalar to XLA (`scalars_outside`): the loop carries time, step
+    size, counter and flag in XLA's loop state, as jit does, and only the vector in the arena, where
+    each scalar read and write was a kernel of its own."""
+    y, dt = jnp.linspace(-1.0, 1.0, 32), jnp.float32(0.1)
+    planned = check_program(_adaptive_steps, y, dt, mode="compiled")
+    assert "scalars" in planned.plan(y, dt).report()
+    module = planned.plan(y, dt).module
+    (loop,) = [op for op in module.walk() if isinstance(op, jx.WhileOp)]
+    views = loop.attributes["mem.views"].data
+    kept = [v.slots.data != () for v in views]
+    assert kept == [byte_size(r.type) > 8 for r in loop.results] and any(kept)
+    for op in module.walk():
+        for name in ("mem.slot", "mem.slots"):
+            slots = op.attributes.get(name)
+            slots = slots.data if isinstance(slots, ArrayAttr) else [slots] if slots is not None else []
+            assert all(byte_size(r.type) > 8 for r, slot in zip(op.results, slots) if slot is not None)
+    inside = jaxalloc.planned(_adaptive_steps).plan(y, dt, include_outputs=True)
+    assert "scalars" not in inside.report() and inside.arena_bytes > planned.last_run.arena_bytes
 
 
 def test_a_loop_that_says_its_rounds_counts_them():

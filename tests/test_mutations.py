@@ -38,10 +38,11 @@ def test_every_corruption_that_changes_a_result_is_caught_by_both_checkers(kind)
     tried = changed = static = sanitizer = 0
     # keep-alives are rarer after fusion: that kind also corrupts plans of the programs' own ops
     pipelines = (DEFAULT_PASSES, AS_TRACED) if kind == "drop keep-alive" else (DEFAULT_PASSES,)
-    for (name, fn, args), passes in itertools.product(_programs(kind), pipelines):
+    # the kernel's plan, and the plan of every value in the arena: the outputs, products and scalars too
+    for (name, fn, args), passes, inside in itertools.product(_programs(kind), pipelines, (False, True)):
         planned = jaxalloc.planned(fn, passes=passes)
         traced = planned._traced(args, {})
-        plan = planned.plan(*args)
+        plan = planned.plan(*args, include_outputs=inside)
         flat = jax.tree_util.tree_leaves(args)
         valid = run_plan(plan.module, traced.converted.table, flat)
         for _ in range(4 if kind == "drop keep-alive" else 2):

@@ -463,8 +463,9 @@ def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answe
 
 
 def test_the_sanitizer_names_the_round():
-    def loop(x):
-        return lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) + x, x * 1.0)
+    def loop(x):  # the loop's result in no output's memory: its ring is in the arena
+        k = lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) + c, x * 1.0)
+        return jnp.cos(k) * k
 
     x = jnp.linspace(0.0, 1.0, 16)
     planned = jaxalloc.planned(loop, mode="checked", passes=AS_TRACED)
@@ -474,7 +475,7 @@ def test_the_sanitizer_names_the_round():
     sin = next(op for op in loop_op.body.block.ops if isinstance(op, jx.PrimOp) and op.primitive.data == "sin")
     views = loop_op.attributes["mem.views"].data
     carried = next(v for v in views if v.slots.data and v.slots.data[0].size.data == 64)
-    sin.attributes["mem.slot"] = carried.slots.data[-1]  # sin writes over the ring slot read next
+    sin.attributes["mem.slot"] = carried.slots.data[-1]  # sin writes over the carried value, which add reads next
     layouts.clear()
     with pytest.raises(jaxalloc.PlanViolation, match=r"round \d of") as raised:
         planned(x)

@@ -51,6 +51,8 @@ class Plan:
     include_outputs: bool = False
     products_outside: bool = False
     """The values of matrix products and convolutions in XLA's own buffers (`plan_function`)."""
+    scalars_outside: bool = False
+    """Every scalar in XLA's own buffers (`plan_function`)."""
     schedule: tuple[str, ...] = ()
     """What runs at each step of the flattened schedule (primitive and source line), for reports."""
     function: Callable | None = field(default=None, repr=False, compare=False)
@@ -134,7 +136,7 @@ class Plan:
         source = self.source
 
         def planned_with(include_outputs: bool) -> Plan:
-            if self.include_outputs == include_outputs and not self.products_outside:
+            if self.include_outputs == include_outputs and not (self.products_outside or self.scalars_outside):
                 return self
             return make_plan(source, self.allocator, self.alignment, include_outputs=include_outputs,
                              donated=self.donated)
@@ -200,7 +202,8 @@ class Plan:
         if self.include_outputs:
             return "arguments and constants"
         outside = "arguments, constants, outputs"
-        return outside + (", matrix products and convolutions" if self.products_outside else "")
+        return outside + (", matrix products and convolutions" if self.products_outside else "") + (
+            ", scalars" if self.scalars_outside else "")
 
     def __repr__(self) -> str:
         return (
@@ -326,6 +329,7 @@ def make_plan(
     include_outputs: bool = False,
     *,
     products_outside: bool = False,
+    scalars_outside: bool = False,
     function: Callable | None = None,
     args: tuple = (),
     kwargs: dict | None = None,
@@ -337,7 +341,7 @@ def make_plan(
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
-    are donated, planned in the arena (`mem.args`). `products_outside`: see `plan_function`.
+    are donated, planned in the arena (`mem.args`). `products_outside`, `scalars_outside`: see `plan_function`.
     """
     alignment = check_alignment(alignment)
     get_allocator(allocator)
@@ -347,7 +351,7 @@ def make_plan(
     if donated and not 0 <= donated[0] <= donated[-1] < len(func.body.block.args):
         raise JaxallocError(f"donated arguments {list(donated)} of @{func.sym_name.data}, which has {len(func.body.block.args)}")
     # never hand out a plan that lets a value be overwritten before it is read
-    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, products_outside)
+    func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, products_outside, scalars_outside)
     return Plan(
         module,
         allocator,
@@ -356,6 +360,7 @@ def make_plan(
         _named_as_in_ir(module, block_plan, plan_rows(func, block_plan)),
         include_outputs=include_outputs,
         products_outside=products_outside,
+        scalars_outside=scalars_outside,
         schedule=_schedule_labels(func),
         function=function,
         example_args=tuple(args),

@@ -37,7 +37,7 @@ from jaxalloc.dialects.mem import MultiView, NextAttr, Place, ViewsAttr
 from jaxalloc.execution.arena import Layout, from_words, layout_of, to_words
 from jaxalloc.execution.compiled.guards import (
     INDEXED, ONE_KERNEL_CALL, SMALL_LOOP_BYTES, UNSEEN, bytes_free, compiles_into_one_kernel, hideable, hidden,
-    read_all, spreads,
+    packed, read_all, read_everywhere, spreads,
 )
 from jaxalloc.execution.compiled.kinds import (
     At, Either, Kind, Retrace, Widen, joined, kind_of, placeholder, unread_zeros,
@@ -340,6 +340,7 @@ class CompiledFunctions(JxFunctions):
         if (within := window_start(whole.shape, sizes, operands[-len(sizes):])) is not None:
             start = lax.add(start, lax.mul(within, np.int32(element // width)))
         if reads:
+            self.arena.accesses += 1
             words = slice_words(self.arena.bytes, start, nbytes // width)
             if places[0] is None:  # kept outside: later writes wait for the read, as in `apply`
                 words = self.arena.pin(words)
@@ -406,16 +407,34 @@ class CompiledFunctions(JxFunctions):
         XLA's simplifications leave one wherever it sees the argument's value (a constant) or
         finds no use for it. So every argument but the arena reaches the call through a `select`
         on `base` (XLA cannot see its value), and the call reads every parameter (`read_all`).
-        Where that `select` would copy more than `HIDDEN_BYTES`, the loop runs as its ops' kernels."""
-        def call(threaded):
-            self.threaded, self.arena.in_one_kernel = threaded, True
+        Where that `select` would copy more than `HIDDEN_BYTES`, the loop runs as its ops' kernels.
+
+        What is threaded and known as the kernel is traced (no bytes copied so far, no wrong round)
+        stays out of the call where the loop leaves it so, known after it too: the call would take
+        and hand back each as a parameter (two equal ones, which XLA made one, aborted the process:
+        random program 4), and the kernel's status would be read back after every call."""
+        threaded, structure = jax.tree.flatten(self.threaded)
+        known_before = {k: x for k, x in enumerate(threaded) if k and not isinstance(x, jax.core.Tracer)}
+        known_after: dict[int, Any] = {}
+        touched = False
+
+        def call(taken):
+            nonlocal touched
+            taken = iter(taken)
+            leaves = [known_before[k] if k in known_before else next(taken) for k in range(len(threaded))]
+            self.threaded, self.arena.in_one_kernel = jax.tree.unflatten(structure, leaves), True
+            accesses = self.arena.accesses
             try:
-                return run(), self.threaded
+                results, after = run(), jax.tree.leaves(self.threaded)
             finally:
                 self.arena.in_one_kernel = False
+            touched = self.arena.accesses > accesses
+            known_after.update((k, x) for k, x in enumerate(after) if k in known_before and not isinstance(x, jax.core.Tracer))
+            return results, [x for k, x in enumerate(after) if k not in known_after]
 
-        start, unseen = jax.tree.leaves(self.threaded), self.arena.base == UNSEEN  # False, where XLA cannot see it
-        traced, shape = jax.make_jaxpr(call, return_shape=True)(self.threaded)
+        start = [x for k, x in enumerate(threaded) if k not in known_before]  # the arena first, `base` last
+        unseen = self.arena.base == UNSEEN  # False, where XLA cannot see it
+        traced, shape = jax.make_jaxpr(call, return_shape=True)(start)
         # the program's float scalars are constants of the call, which XLA folds into its one kernel:
         # each taken through a `select` would be a fusion of its own outside the call, distinct by
         # its value. Integers and booleans stay arguments: one XLA sees may fix a loop's trip count
@@ -423,21 +442,31 @@ class CompiledFunctions(JxFunctions):
         # (random program 604, a `fori_loop` of `x * 0` rounds)
         known = [jnp.shape(c) == () and jnp.issubdtype(jnp.result_type(c), jnp.floating) and not isinstance(c, jax.core.Tracer)
                  for c in traced.consts]
-        outside = [*start[1:], *(c for c, k in zip(traced.consts, known) if not k)]  # what the call takes besides the arena
-        if all(map(hideable, outside)):
-            def kernel(*inputs):
-                inputs, base = list(inputs), len(start) - 1  # `threaded` ends with `base`
-                inputs[base] = read_all(inputs, inputs[base])
-                taken = iter(inputs[len(start):])
-                consts = [with_weak_type(np.asarray(c), jax.typeof(c)) if k else next(taken) for c, k in zip(traced.consts, known)]
-                return jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)])
+        taken = [c for c, k in zip(traced.consts, known) if not k]
+        outside = [*start[1:], *taken]  # what the call takes besides the arena
+        # a loop that reads and writes no byte of the arena (its values all outside it: scalars) runs
+        # as XLA's loop: its call would not read the arena, a parameter that aborts the process
+        if touched and all(map(hideable, outside)):
+            # what it takes in one array of each dtype: one `select` each outside the call, where one
+            # for each value was a fusion each, run at every call (a diffrax solver's twenty)
+            blobs, unpack = packed(outside)
 
-            outputs = jax.jit(kernel, inline=False)(start[0], *(hidden(x, unseen) for x in outside))
+            def kernel(arena, *blobs):
+                inputs = [arena, *unpack(blobs)]
+                base = len(start) - 1  # `threaded` ends with `base`
+                inputs[base] = read_all(inputs, inputs[base])
+                values = iter(inputs[len(start):])
+                consts = [with_weak_type(np.asarray(c) if k else next(values), jax.typeof(c)) for c, k in zip(traced.consts, known)]
+                return read_everywhere(jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)]), len(threaded) - len(known_after), self.arena.word)
+
+            outputs = jax.jit(kernel, inline=False)(start[0], *(hidden(x, unseen) for x in blobs))
             outputs = set_xla_metadata(outputs, **ONE_KERNEL_CALL)
             self.one_kernel_calls += 1
         else:
             outputs = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *start)
-        results, self.threaded = jax.tree.unflatten(jax.tree.structure(shape), outputs)
+        results, after = jax.tree.unflatten(jax.tree.structure(shape), outputs)
+        after = iter(after)
+        self.threaded = jax.tree.unflatten(structure, [known_after[k] if k in known_after else next(after) for k in range(len(threaded))])
         return results
 
     def small(self, op: jx.WhileOp) -> bool:

@@ -13,7 +13,7 @@ run of the tests fails where XLA put a copy of the arena in its kernel
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -24,6 +24,7 @@ from xdsl.ir import Operation
 
 from jaxalloc.dialects import jx
 from jaxalloc.execution.arena import Layout
+from jaxalloc.execution.compiled.offsets import plus
 
 
 UNSEEN = np.int32(-1)
@@ -220,3 +221,48 @@ def compiles_into_one_kernel(op: jx.PrimOp, params) -> bool:
         return any(math.prod(n for d, n in enumerate(v.type.get_shape()) if d not in (*c, *b)) == 1
                    for v, c, b in zip(op.operands, contracting, batch))
     return True
+
+
+
+def read_everywhere(outputs: list, threaded: int, word) -> list:
+    """The outputs of a loop's one-kernel call (`CompiledFunctions.one_kernel`), the last `threaded`
+    the arena, ..., `base`, each made to depend on `base`, which the call made depend on every
+    parameter (`read_all`): where XLA finds some of the call's outputs unused (a loop's dead carried
+    value), the call still reads every parameter, where one it no longer read would abort the
+    process (random program 4 with `passes=()`: a loop whose only write to the arena is a dead
+    value). Each result through a `select` that XLA fuses into the call's one kernel, the arena
+    with `base` written into its spare word (`TracedArena.touch`)."""
+    *results, arena = outputs[:len(outputs) - threaded + 1]
+    *rest, base = outputs[len(outputs) - threaded + 1:]
+    unseen = base == UNSEEN
+    spare = plus(base, arena.shape[0] - 1)
+    arena = lax.dynamic_update_slice(arena, lax.convert_element_type(base, word)[None], (spare,))
+    def guarded(x):
+        return hidden(x, unseen) if math.prod(jnp.shape(x)) and _of_numbers(jnp.result_type(x)) else x
+
+    return [*map(guarded, results), arena, *map(guarded, rest), base]
+
+
+def packed(values: Sequence[Any]) -> tuple[list[Any], Callable[[Sequence[jax.Array]], list[jax.Array]]]:
+    """`values` as one flat array of each dtype (a concatenation, or a constant where all are), and
+    how to take those arrays apart again into arrays of the values' shapes (slices that XLA fuses
+    into the ops that read them)."""
+    shapes = [jnp.shape(v) for v in values]
+    groups: dict[Any, list[int]] = {}
+    for i, v in enumerate(values):
+        groups.setdefault(jnp.result_type(v), []).append(i)
+    blobs = [(np if not any(isinstance(values[i], jax.core.Tracer) for i in members) else jnp).concatenate(
+        [jnp.ravel(values[i]) if isinstance(values[i], jax.core.Tracer) else np.ravel(values[i]) for i in members])
+        for members in groups.values()]
+
+    def unpack(inside: Sequence[jax.Array]) -> list[jax.Array]:
+        parts: list[Any] = [None] * len(values)
+        for blob, members in zip(inside, groups.values(), strict=True):
+            at = 0
+            for i in members:
+                size = math.prod(shapes[i])
+                parts[i] = lax.slice(blob, (at,), (at + size,)).reshape(shapes[i])
+                at += size
+        return parts
+
+    return blobs, unpack

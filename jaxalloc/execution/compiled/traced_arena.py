@@ -36,6 +36,8 @@ class TracedArena:
     in_one_kernel: bool = False
     """Whether the ops run in a loop compiled into one kernel (`CompiledFunctions.one_kernel`), where
     each operand is read alone and small writes are not pinned."""
+    accesses: int = 0
+    """Reads and writes of the arena traced so far."""
 
     def read(self, value, layout: Layout, fenced: bool = True, pinned: bool = False) -> jax.Array:
         """`value` as an array; `fenced=False` lets XLA fuse the read of the arena into the op that
@@ -57,6 +59,7 @@ class TracedArena:
     def words(self, offset, nbytes: int, fenced: bool = False) -> jax.Array:
         """The words of the `nbytes` at byte `offset` of the arena (`fenced`: see `read`)."""
         width = self.word.itemsize
+        self.accesses += 1
         return (read_bytes if fenced else slice_words)(self.bytes, plus(self.base, over(offset, width)), -(-nbytes // width))
 
     def pin(self, words: jax.Array) -> jax.Array:
@@ -122,6 +125,7 @@ class TracedArena:
             words = pinned_words(words, slice_words(self.bytes, start, words.size) & lax.convert_element_type(self.base, words.dtype))
         elif moved and not spread:
             words = fusible(words, self.base)
+        self.accesses += 1
         self.bytes = lax.dynamic_update_slice(self.bytes, words, (start,), allow_negative_indices=False)
 
     def touch(self) -> None:
@@ -129,6 +133,7 @@ class TracedArena:
         conditional whose branch hands the arena back untouched would hand back its operand, which
         XLA copies where the operand is read after the conditional."""
         spare = plus(self.base, self.bytes.shape[0] - 1)
+        self.accesses += 1
         self.bytes = lax.dynamic_update_slice(self.bytes, lax.convert_element_type(self.base, self.word)[None], (spare,))
 
     def count(self, nbytes) -> None:

@@ -14,7 +14,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.planning.assignment.buffers import BufferMerge
 from jaxalloc.planning.assignment.cases import CasePlanning
-from jaxalloc.planning.assignment.ir import loop_memory, products_values
+from jaxalloc.planning.assignment.ir import is_scalar, loop_memory, products_values, scalars
 from jaxalloc.planning.assignment.loops import LoopPlanning
 from jaxalloc.planning.assignment.model import BlockContext, BlockPlan, Buffer, Options, padded
 from jaxalloc.planning.assignment.pools import PoolPlanning
@@ -22,7 +22,8 @@ from jaxalloc.planning.assignment.pools import PoolPlanning
 
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
                   donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True,
-                  kept_loans: bool = True, pools: bool = True, products_outside: bool = False) -> BlockPlan:
+                  kept_loans: bool = True, pools: bool = True, products_outside: bool = False,
+                  scalars_outside: bool = False) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -35,8 +36,9 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     (`PRODUCTS`) stay outside the arena, in buffers of XLA's own: XLA computes such an op only on
     buffers of its own, so in the arena each would be held twice, in its slot and in the copy XLA
     reads or writes. In a loop body or a branch, but those the block hands its parent
-    (`left_to_xla`)."""
-    options = Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools, products_outside)
+    (`left_to_xla`). `scalars_outside`: every scalar stays outside the arena too (`scalars`)."""
+    options = Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools, products_outside,
+                      scalars_outside)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
@@ -44,6 +46,8 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
         outside.update(block.last_op.operands)
     if products_outside:
         outside.update(products_values(block, loop_memory(block)))
+    if scalars_outside:
+        outside.update(scalars(block))
     return BlockPlanner(block, BlockContext(options, outside, dictated={}, foldable=inside, donated=inside)).run()
 
 
@@ -71,17 +75,19 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
                 self.buffers.join(value, group[0])
 
     def left_to_xla(self, block: Block, dictated: dict) -> set[SSAValue]:
-        """With `products_outside`, the values of the products of `block` (a loop body or a branch)
-        left to XLA's buffers (`products_values`): within one round or one branch, but those in the
-        memory of a loop's or a case's result, those the block hands its parent (or a view of),
+        """The values of `block` (a loop body or a branch) left to XLA's buffers. With `scalars_outside`,
+        its scalars (`scalars`), whose parents' memory is XLA's too. With `products_outside`, the
+        values of its products (`products_values`): within one round or one branch, but those in
+        the memory of a loop's or a case's result, those the block hands its parent (or a view of),
         which lie in the parent's memory (`dictated`), and those its loops and cases read, which
         a result of theirs may be (a branch's phi, an init operand read in place): handed on, it
         would be copied into the parent's memory."""
+        found = scalars(block) if self.options.scalars_outside else set()
         if not self.options.products_outside:
-            return set()
+            return found
         handed = {*block.last_op.operands, *dictated}
         handed |= {v for op in block.ops if isinstance(op, jx.WhileOp | jx.CaseOp) for inner in op.walk() for v in inner.operands}
-        return products_values(block, loop_memory(block) | handed | {viewed(v) for v in handed})
+        return found | products_values(block, loop_memory(block) | handed | {viewed(v) for v in handed})
 
     @staticmethod
     def plan_block(block: Block, context: BlockContext) -> BlockPlan:
@@ -92,16 +98,21 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
 
         A loop ring of several slots stays in the arena even when the loop's result is an output:
-        the result is whichever slot the last round wrote. So does an output computed into a donated
-        argument's memory: the argument is there from the start.
+        the result is whichever slot the last round wrote; but with `scalars_outside`, a ring of
+        scalars is XLA's loop state. An output computed into a donated argument's memory stays in
+        the arena: the argument is there from the start.
         """
         root = self.buffers.find(value)
         if not defined_in(root, self.block) or isinstance(root.owner, jx.ConstOp):
             return True
         group = self.buffers.group(root)
+        if any(m in self.donated for m in group):
+            return False
+        if self.options.scalars_outside and is_scalar(root):
+            return True  # a loop's ring of scalars too: XLA's loop state
         if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
             return False
-        return any(m in self.outside for m in group) and not any(m in self.donated for m in group)
+        return any(m in self.outside for m in group)
 
     def viewers(self, root: SSAValue) -> set[SSAValue]:
         """The values that may be a view of `root`'s buffer (a case result viewing what a branch hands

@@ -9,6 +9,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from jaxalloc.analysis.inplace import PRODUCTS, in_place_candidates, is_view, viewed
 from jaxalloc.analysis.liveness import defined_in
 from jaxalloc.dialects import jx
+from jaxalloc.frontend.types import byte_size
 
 
 def runs_past_inits(loop: jx.WhileOp, initial: Sequence[int]) -> bool:
@@ -65,6 +66,25 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
         if any(viewed(op.operands[p]) in found and _read_only_by(op.operands[p], op) for p in in_place_candidates(op)):
             found.update(r for r in op.results if r not in shared)
     return found
+
+
+SCALAR_BYTES = 8
+"""A value of at most this many bytes is a scalar to the plan (`scalars`)."""
+
+
+def is_scalar(value: SSAValue) -> bool:
+    return byte_size(value.type) <= SCALAR_BYTES
+
+
+def scalars(block: Block) -> set[SSAValue]:
+    """The scalars that the ops of `block` compute (`SCALAR_BYTES`), constants aside: left to XLA's
+    buffers, each is a register or a word of XLA's own, fused into the ops that read it, where in
+    the arena it takes a slot padded to the alignment and each read and write of it is a kernel
+    of its own (half the kernels of a diffrax solver's round: its time, step size, counters and
+    flags). A buffer's values are all of one size (views and in-place ops keep it), so a scalar
+    shares memory only with scalars, all of them outside: a loop's scalar position is carried in
+    XLA's loop state, a case's scalar result in a buffer of XLA's, as `jax.jit` holds them."""
+    return {r for op in block.ops for r in op.results if is_scalar(r) and not is_constant(r)}
 
 
 def _multiplies(op: Operation) -> bool:
