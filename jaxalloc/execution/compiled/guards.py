@@ -223,6 +223,11 @@ def compiles_into_one_kernel(op: jx.PrimOp, params) -> bool:
     return True
 
 
+def spare_written(arena: jax.Array, base, word) -> jax.Array:
+    """`arena` with `base` (0, which XLA cannot see) written into its spare last word
+    (`CompiledRun.words`): a write XLA must keep, of no value's bytes."""
+    return lax.dynamic_update_slice(arena, lax.convert_element_type(base, word)[None], (plus(base, arena.shape[0] - 1),))
+
 
 def read_everywhere(outputs: list, threaded: int, word) -> list:
     """The outputs of a loop's one-kernel call (`CompiledFunctions.one_kernel`), the last `threaded`
@@ -231,16 +236,15 @@ def read_everywhere(outputs: list, threaded: int, word) -> list:
     value), the call still reads every parameter, where one it no longer read would abort the
     process (random program 4 with `passes=()`: a loop whose only write to the arena is a dead
     value). Each result through a `select` that XLA fuses into the call's one kernel, the arena
-    with `base` written into its spare word (`TracedArena.touch`)."""
+    with `base` written into its spare word (`spare_written`)."""
     *results, arena = outputs[:len(outputs) - threaded + 1]
     *rest, base = outputs[len(outputs) - threaded + 1:]
     unseen = base == UNSEEN
-    spare = plus(base, arena.shape[0] - 1)
-    arena = lax.dynamic_update_slice(arena, lax.convert_element_type(base, word)[None], (spare,))
+
     def guarded(x):
         return hidden(x, unseen) if math.prod(jnp.shape(x)) and _of_numbers(jnp.result_type(x)) else x
 
-    return [*map(guarded, results), arena, *map(guarded, rest), base]
+    return [*map(guarded, results), spare_written(arena, base, word), *map(guarded, rest), base]
 
 
 def packed(values: Sequence[Any]) -> tuple[list[Any], Callable[[Sequence[jax.Array]], list[jax.Array]]]:

@@ -15,6 +15,7 @@ from jax import lax
 from jaxalloc.execution.arena import WORDS, Layout, from_words, read_bytes, to_words
 from jaxalloc.execution.compiled.guards import (
     GROUPED_READ_BYTES, PINNED_WRITE_WORDS, bytes_free, fusible, pinnable_as_is, pinned_as_is, pinned_words, read_all,
+    spare_written,
 )
 from jaxalloc.execution.compiled.kinds import At, Either, Kind, chosen
 from jaxalloc.execution.compiled.offsets import over, plus, same
@@ -132,9 +133,8 @@ class TracedArena:
         """Write the arena's spare last word (`CompiledRun.words`) with a zero XLA cannot see: a
         conditional whose branch hands the arena back untouched would hand back its operand, which
         XLA copies where the operand is read after the conditional."""
-        spare = plus(self.base, self.bytes.shape[0] - 1)
         self.accesses += 1
-        self.bytes = lax.dynamic_update_slice(self.bytes, lax.convert_element_type(self.base, self.word)[None], (spare,))
+        self.bytes = spare_written(self.bytes, self.base, self.word)
 
     def count(self, nbytes) -> None:
         low, high = self.copied
