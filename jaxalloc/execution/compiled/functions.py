@@ -444,23 +444,28 @@ class CompiledFunctions(JxFunctions):
                  for c in traced.consts]
         taken = [c for c, k in zip(traced.consts, known) if not k]
         outside = [*start[1:], *taken]  # what the call takes besides the arena
-        # a loop that reads and writes no byte of the arena (its values all outside it: scalars) runs
-        # as XLA's loop: its call would not read the arena, a parameter that aborts the process
-        if touched and all(map(hideable, outside)):
+        if all(map(hideable, outside)):
             # what it takes in one array of each dtype: one `select` each outside the call, where one
             # for each value was a fusion each, run at every call (a diffrax solver's twenty)
             blobs, unpack = packed(outside)
+            arena = start[0]
 
-            def kernel(arena, *blobs):
-                inputs = [arena, *unpack(blobs)]
+            def kernel(*inputs):
+                # a loop that reads and writes no byte of the arena (its values all scalars, outside
+                # it) takes no arena: a parameter of the call it did not read would abort the process
+                inputs = [*inputs[:1], *unpack(inputs[1:])] if touched else [jnp.zeros(arena.shape, arena.dtype), *unpack(inputs)]
                 base = len(start) - 1  # `threaded` ends with `base`
                 inputs[base] = read_all(inputs, inputs[base])
                 values = iter(inputs[len(start):])
                 consts = [with_weak_type(np.asarray(c) if k else next(values), jax.typeof(c)) for c, k in zip(traced.consts, known)]
-                return read_everywhere(jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)]), len(threaded) - len(known_after), self.arena.word)
+                outputs = jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)])
+                return read_everywhere(outputs, len(threaded) - len(known_after), self.arena.word, touched)
 
-            outputs = jax.jit(kernel, inline=False)(start[0], *(hidden(x, unseen) for x in blobs))
+            outputs = jax.jit(kernel, inline=False)(*[arena][:touched], *(hidden(x, unseen) for x in blobs))
             outputs = set_xla_metadata(outputs, **ONE_KERNEL_CALL)
+            if not touched:  # the arena handed on around the call
+                at = len(outputs) - (len(threaded) - len(known_after)) + 1
+                outputs = [*outputs[:at], arena, *outputs[at:]]
             self.one_kernel_calls += 1
         else:
             outputs = jax.core.eval_jaxpr(traced.jaxpr, traced.consts, *start)

@@ -229,14 +229,15 @@ def spare_written(arena: jax.Array, base, word) -> jax.Array:
     return lax.dynamic_update_slice(arena, lax.convert_element_type(base, word)[None], (plus(base, arena.shape[0] - 1),))
 
 
-def read_everywhere(outputs: list, threaded: int, word) -> list:
+def read_everywhere(outputs: list, threaded: int, word, with_arena: bool = True) -> list:
     """The outputs of a loop's one-kernel call (`CompiledFunctions.one_kernel`), the last `threaded`
     the arena, ..., `base`, each made to depend on `base`, which the call made depend on every
     parameter (`read_all`): where XLA finds some of the call's outputs unused (a loop's dead carried
     value), the call still reads every parameter, where one it no longer read would abort the
     process (random program 4 with `passes=()`: a loop whose only write to the arena is a dead
     value). Each result through a `select` that XLA fuses into the call's one kernel, the arena
-    with `base` written into its spare word (`spare_written`)."""
+    with `base` written into its spare word (`spare_written`), or left out (`with_arena` False: a
+    call that takes no arena hands none back)."""
     *results, arena = outputs[:len(outputs) - threaded + 1]
     *rest, base = outputs[len(outputs) - threaded + 1:]
     unseen = base == UNSEEN
@@ -244,7 +245,8 @@ def read_everywhere(outputs: list, threaded: int, word) -> list:
     def guarded(x):
         return hidden(x, unseen) if math.prod(jnp.shape(x)) and _of_numbers(jnp.result_type(x)) else x
 
-    return [*map(guarded, results), spare_written(arena, base, word), *map(guarded, rest), base]
+    arena = [spare_written(arena, base, word)] if with_arena else []
+    return [*map(guarded, results), *arena, *map(guarded, rest), base]
 
 
 def packed(values: Sequence[Any]) -> tuple[list[Any], Callable[[Sequence[jax.Array]], list[jax.Array]]]:
