@@ -634,6 +634,26 @@ def test_scalars_are_xla_s_and_the_arena_holds_the_rest():
     assert "scalars" not in inside.report() and inside.arena_bytes > planned.last_run.arena_bytes
 
 
+def test_a_plan_the_checker_refuses_with_scalars_outside_is_made_with_them_inside(monkeypatch):
+    """`make_plan`'s way out where the checker refuses the plan with the scalars outside the arena:
+    the same function planned with them in it, and run so."""
+    from jaxalloc.planning import plan as planning
+    assign = planning.assign
+    y, dt = jnp.linspace(-1.0, 1.0, 32), jnp.float32(0.1)
+    outside = jaxalloc.planned(_adaptive_steps).plan(y, dt)
+
+    def refusing(func, *options):
+        if len(options) == 6 and options[5]:  # `scalars_outside`
+            raise jaxalloc.PlanViolation("refused")
+        return assign(func, *options)
+
+    monkeypatch.setattr(planning, "assign", refusing)
+    planned = check_program(_adaptive_steps, y, dt, mode="compiled")
+    plan = planned.plan(y, dt)
+    assert outside.scalars_outside and not plan.scalars_outside and "scalars" not in plan.report()
+    assert plan.arena_bytes == planned.last_run.arena_bytes > outside.arena_bytes
+
+
 def test_a_loop_that_says_its_rounds_counts_them():
     """The power iteration's loop runs 5 rounds: the kernel's loop counts them in its condition,
     where XLA sees its trip count (on the GPU it then reads no predicate back to the host each

@@ -52,7 +52,7 @@ bound to its place each round (`toggled`), a region more in its guards: at 64, t
 init operand handed on through many rounds of an inner case were widened past the regions that kept
 its copies apart from the ring's value (random program 11448, refused)."""
 
-REFINED_GROUPS = (8, 32)
+REFINED_GROUPS = (8, 32, 128)
 """Where a walk that widened guards refuses the plan, it is walked again keeping them apart in
 groups (`_widened`): past this many per instance, widened into as many, one walk after another
 while each widened and refused. Widened into one, the guards of a value an inner loop of unknown
@@ -60,7 +60,9 @@ rounds hands back lose its exit rounds, in an enclosing toggle ring's next view,
 runs right is refused; grouped, the exit rounds stay apart. A walk of 32 groups took up to ten
 times as long as the first (`nested_loops_handing_on_a_slice` of `tests/test_trust.py`: 4.9 s
 against 0.5), one of 8 groups 0.9 s, and 4 groups refused it; so only refused plans are walked
-again, and in 8 groups first."""
+again, and in 8 groups first. 32 groups refused the plan of the diffrax gradient of the library
+corpus with its scalars outside the arena (a toggle ring's value read after the loop lost the
+branch of the round that wrote over it); 128 accept it (1.4 s more on that program)."""
 
 MAX_ROUNDS = 64
 """Loop rounds walked at most (rings of coprime lengths could ask for more)."""

@@ -356,9 +356,9 @@ def make_plan(
     except PlanViolation:
         if not scalars_outside:
             raise
-        # a loop's toggle ring beside rings of scalars in XLA's loop state is planned wrong in one
-        # program (the diffrax gradient of jaxalloc.testing.library): the checker refuses that plan,
-        # and the scalars are planned in the arena instead
+        # a plan the checker refuses with the scalars outside the arena (as its walks in 32 groups
+        # refused the diffrax gradient of jaxalloc.testing.library's, before `REFINED_GROUPS` had 128)
+        # is made again with them in it, a plan of other rings and toggles
         module, scalars_outside = source.clone(), False
         func, block_plan, _ = assign(_function(module), allocator, alignment, include_outputs, donated, products_outside)
     return Plan(
