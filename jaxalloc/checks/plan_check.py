@@ -511,9 +511,10 @@ scalar in a register or a word of its own, fused into the ops that read it."""
 def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
     """The values that may lie in buffers of XLA's own, outside the arena: the operands and results
     of matrix products and convolutions (those of a fused op holding one) and the scalars
-    (`XLA_SCALAR_BYTES`) that ops compute, in the function's block, a loop body or a branch, and, through values without a place, values of their size computed in
-    the place of one or in whose place one is computed in the same block, and what a loop's position
-    without a ring may hold (`_held_at`). (Which of its operands an op took the place of is the
+    (`XLA_SCALAR_BYTES`) that ops compute, in the function's block, a loop body or a branch, and,
+    through values without a place, values of their size computed in the place of one or in whose
+    place one is computed in the same block, and what a loop's position without a ring may hold
+    (`_held_at`). (Which of its operands an op took the place of is the
     planner's choice; any of them is allowed, as for the outputs.)"""
     pending: list[SSAValue] = []
     for block in _planned_blocks(func):
