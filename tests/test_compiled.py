@@ -643,15 +643,18 @@ def test_a_plan_the_checker_refuses_with_scalars_outside_is_made_with_them_insid
     outside = jaxalloc.planned(_adaptive_steps).plan(y, dt)
 
     def refusing(func, *options):
-        if len(options) == 6 and options[5]:  # `scalars_outside`
+        planned = assign(func, *options)
+        if len(options) == 6 and options[5]:  # `scalars_outside`: refused once written on `func`
             raise jaxalloc.PlanViolation("refused")
-        return assign(func, *options)
+        return planned
 
     monkeypatch.setattr(planning, "assign", refusing)
     planned = check_program(_adaptive_steps, y, dt, mode="compiled")
     plan = planned.plan(y, dt)
     assert outside.scalars_outside and not plan.scalars_outside and "scalars" not in plan.report()
     assert plan.arena_bytes == planned.last_run.arena_bytes > outside.arena_bytes
+    inside = planning.make_plan(planned.lower(y, dt), scalars_outside=False, products_outside=True)
+    assert str(plan.module) == str(inside.module)  # the refused plan written over, not kept
 
 
 def test_a_loop_that_says_its_rounds_counts_them():

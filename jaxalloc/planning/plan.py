@@ -358,9 +358,10 @@ def make_plan(
             raise
         # a plan the checker refuses with the scalars outside the arena (as its walks in 32 groups
         # refused the diffrax gradient of jaxalloc.testing.library's, before `REFINED_GROUPS` had 128)
-        # is made again with them in it, a plan of other rings and toggles
-        module, scalars_outside = source.clone(), False
-        func, block_plan, _ = assign(_function(module), allocator, alignment, include_outputs, donated, products_outside)
+        # is made again with them in it, a plan of other rings and toggles (`assign` writes it over
+        # the refused one)
+        scalars_outside = False
+        func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, products_outside)
     return Plan(
         module,
         allocator,

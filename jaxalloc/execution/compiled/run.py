@@ -303,18 +303,21 @@ class CompiledRun:
         counts as copies too (`arenas_made`): XLA may make a broadcast again where it would copy it."""
         if not self.arena_bytes:
             return 0
-        words = f"u{8 * self.word.itemsize}[{self.words}]"
         hlo = executable_or_hlo if isinstance(executable_or_hlo, str) else executable_or_hlo.as_text()
         made = self.arenas_made(hlo) if self.makes_arena else 0
-        return len(re.findall(re.escape(words) + r"\{0\} copy\(", hlo)) + max(0, made - 1)
+        return len(re.findall(re.escape(self._hlo_type) + r"\{0\} copy\(", hlo)) + max(0, made - 1)
+
+    @property
+    def _hlo_type(self) -> str:
+        """The arena's type as XLA's HLO text writes it."""
+        return f"u{8 * self.word.itemsize}[{self.words}]"
 
     def arenas_made(self, hlo: str) -> int:
         """The buffers of the arena's type that the kernel's HLO makes by a broadcast (`making_arena`):
         every such broadcast outside a fusion, and inside a fusion of that result type unless the
         fusion only slices it (XLA fuses the broadcast into a read of the arena before its first
         write, a read of zeros, which makes no arena)."""
-        words = f"u{8 * self.word.itemsize}[{self.words}]"
-        made = 0
+        words, made = self._hlo_type, 0
         for computation in re.split(r"\n(?=\S)", hlo):
             header, _, body = computation.partition("\n")
             fused = header.startswith("%fused")
