@@ -435,6 +435,7 @@ class CompiledFunctions(JxFunctions):
         start = [x for k, x in enumerate(threaded) if k not in known_before]  # the arena first, `base` last
         unseen = self.arena.base == UNSEEN  # False, where XLA cannot see it
         traced, shape = jax.make_jaxpr(call, return_shape=True)(start)
+        handed_back = len(threaded) - len(known_after)  # the call's last outputs: the arena, ..., `base`
         # the program's float scalars are constants of the call, which XLA folds into its one kernel:
         # each taken through a `select` would be a fusion of its own outside the call, distinct by
         # its value. Integers and booleans stay arguments: one XLA sees may fix a loop's trip count
@@ -459,12 +460,12 @@ class CompiledFunctions(JxFunctions):
                 values = iter(inputs[len(start):])
                 consts = [with_weak_type(np.asarray(c) if k else next(values), jax.typeof(c)) for c, k in zip(traced.consts, known)]
                 outputs = jax.core.eval_jaxpr(traced.jaxpr, consts, *inputs[:len(start)])
-                return read_everywhere(outputs, len(threaded) - len(known_after), self.arena.word, touched)
+                return read_everywhere(outputs, handed_back, self.arena.word, touched)
 
             outputs = jax.jit(kernel, inline=False)(*[arena][:touched], *(hidden(x, unseen) for x in blobs))
             outputs = set_xla_metadata(outputs, **ONE_KERNEL_CALL)
             if not touched:  # the arena handed on around the call
-                at = len(outputs) - (len(threaded) - len(known_after)) + 1
+                at = len(outputs) - handed_back + 1
                 outputs = [*outputs[:at], arena, *outputs[at:]]
             self.one_kernel_calls += 1
         else:
