@@ -660,10 +660,13 @@ def test_a_plan_the_checker_refuses_with_scalars_outside_is_made_with_them_insid
 def test_a_loop_that_says_its_rounds_counts_them():
     """The power iteration's loop runs 5 rounds: the kernel's loop counts them in its condition,
     where XLA sees its trip count (on the GPU it then reads no predicate back to the host each
-    round), and checks the program's own condition against that count."""
+    round). Its own ops prove the count (`said_rounds_proven`), so the program's condition does
+    not run and the call reads no status back: the kernel's is known as it is traced."""
     a, b = jnp.eye(256) * 2.0, jnp.linspace(-1.0, 1.0, 256)  # a round too large for one kernel
     planned = check_program(_power_iteration, a, b, mode="compiled")
-    assert '"known_trip_count":{"n":"5"}' in _kernel(planned).executable([a, b]).as_text()
+    kernel = _kernel(planned)
+    assert '"known_trip_count":{"n":"5"}' in kernel.executable([a, b]).as_text()
+    assert kernel._status == (0, 0, 0)
 
 
 @pytest.mark.parametrize("wrong", [-1, 1])

@@ -32,6 +32,7 @@ from xdsl.interpreter import Interpreter, PythonValues, impl, impl_callable, reg
 from xdsl.ir import Operation
 
 from jaxalloc.analysis.inplace import PRODUCTS
+from jaxalloc.analysis.rounds import said_rounds_proven
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import MultiView, NextAttr, Place, ViewsAttr
 from jaxalloc.execution.arena import Layout, from_words, layout_of, to_words
@@ -183,11 +184,13 @@ class CompiledFunctions(JxFunctions):
             return branches[0]()
         index = jnp.clip(lax.convert_element_type(index, jnp.int32), 0, len(branches) - 1)
         start = self.threaded
+        changed: set[int] = set()  # which of the counts in `threaded` a branch of the last conditional changed
 
         def traced(branch):
             def run(state):
                 self.threaded = state[0]
                 results = branch()
+                changed.update(k for k in _COUNTS if self.threaded[k] is not state[0][k])
                 if not last_writes:
                     self.arena.touch()
                 # `base` and the index go on out of each branch where XLA cannot see them. Every later
@@ -212,7 +215,12 @@ class CompiledFunctions(JxFunctions):
             try:
                 state = (start, tuple(placeholder(kind, layout) for kind, layout in zip(kinds, layouts)), index)
                 for conditional in conditionals:
-                    self.threaded, results, handed = conditional(state)
+                    changed.clear()
+                    threaded, results, handed = conditional(state)
+                    # a count no branch changed is what it was: a constant stays one, which a call
+                    # then need not read back
+                    self.threaded = tuple(y if k in _COUNTS and k not in changed else x
+                                          for k, (x, y) in enumerate(zip(threaded, state[0])))
                     bound += 1
                     # every result read, so that XLA keeps the conditional as it is (see above)
                     self.arena.base = read_all([*jax.tree.leaves(results), handed], self.arena.base)
@@ -492,16 +500,18 @@ class CompiledFunctions(JxFunctions):
         # a ring whose first slot is the init operand's memory reads it where it lies in round 0
         # (`ArenaFunctions.run_while`)
         state = self.arrive(views, 0, args, args, layouts)
-        go = self.test(interpreter, op, state)
-        kinds = self.learned(op, [joined(kind_of(v), carried_kind(view, args)) for v, view in zip(state, views)])
         # a loop that says it runs several rounds counts them, where XLA sees its trip count, and
-        # carries whether the program's own condition agreed in every round; another carries that
-        # condition (counting a loop of one round made XLA copy the arena in random programs 0, 5
-        # and 10)
+        # carries whether the program's own condition agreed in every round, unless its ops prove
+        # it does (then its condition does not run); another carries that condition (counting a
+        # loop of one round made XLA copy the arena in random programs 0, 5 and 10)
         count = op.rounds.data if op.rounds is not None and op.rounds.data > 1 else None
+        proven = said_rounds_proven(op, self.table)
+        unchecked = count is not None and proven and _pure(op.cond.block)
+        go = np.bool_(True) if unchecked else self.test(interpreter, op, state)
+        kinds = self.learned(op, [joined(kind_of(v), carried_kind(view, args)) for v, view in zip(state, views)])
 
         def flag(go, round_, before=True):
-            return go if count is None else before & (go == (round_ < count))
+            return go if count is None else before if unchecked else before & (go == (round_ < count))
 
         # a value at the same constant offset in the first round and after every round is read there
         # (`_Settled`), where the loop's state would carry the offset: XLA folds it into a constant
@@ -528,7 +538,7 @@ class CompiledFunctions(JxFunctions):
                              if not (isinstance(following[k], At) and same(following[k].offset, offset))})
             if constant:
                 raise _Settled(op, constant)
-            go = self.test(interpreter, op, following)
+            go = np.bool_(True) if unchecked else self.test(interpreter, op, following)
             return self.threaded, round_ + 1, flag(go, round_ + 1, before), self.encode_all(op, following, kinds, layouts, state)
 
         start, start_state = self.threaded, state
@@ -552,6 +562,8 @@ class CompiledFunctions(JxFunctions):
                 self.learn(op, found, kinds)
                 self.threaded = start
         state = at_settled(state)
+        if proven:
+            return state
         if count is not None:
             self.wrong_rounds = self.wrong_rounds | ~agreed
         elif op.rounds is not None:
@@ -641,5 +653,14 @@ class CompiledFunctions(JxFunctions):
                            last_writes=True)[0]
 
 
+_COUNTS = (1, 2)
+"""The positions in `CompiledFunctions.threaded` of what the kernel counts for its status: the bytes
+copied and the wrong rounds."""
+
 WINDOWED = frozenset({"dynamic_slice", "dynamic_update_slice"})
 """Primitives that read or write a window of a value in the arena (`CompiledFunctions.window`)."""
+
+
+def _pure(block) -> bool:
+    """Whether running `block` does nothing but compute its values (no callback)."""
+    return not any(isinstance(op, jx.PrimOp) and op.effect is not None for op in block.walk())
