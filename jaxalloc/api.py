@@ -300,6 +300,10 @@ class _Traced:
     output_bytes: int | None = None
     """The bytes of a call's outputs, the same at every call of the signature: summed at the first
     (`RunStats.output_bytes`)."""
+    warm: Callable[[Sequence], tuple] | None = None
+    """What a call runs once nothing is left to do for the signature but its kernel (`ModeRunner.warm`)."""
+    warm_stats: tuple = ()
+    """What each such call reports, in `RunStats`'s fields after `seconds`: the same at every call."""
     _converted: Converted | None = None
     _deleted: tuple[int, ...] | None = None
 
@@ -385,6 +389,11 @@ class ModeRunner:
     def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> int | None:
         """After a run with `measure_memory=True`: the bytes of a kernel's own temp memory, where there
         is a kernel (the op-by-op runs sampled after every op)."""
+        return None
+
+    def warm(self, traced: _Traced) -> tuple[Callable[[Sequence], tuple], tuple] | None:
+        """After a call: what later calls of `traced` run, and what each reports (`_Traced.warm`),
+        where each finds the same and does nothing but run a kernel; else None."""
         return None
 
     def inline(self, program: _Program, flat_args) -> Sequence:
@@ -530,6 +539,16 @@ class CompiledRunner(ModeRunner):
     def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> int | None:
         sampler.take()  # no op to sample after: the one kernel has run
         return self.kernel(traced).temp_bytes(flat_args)
+
+    def warm(self, traced: _Traced) -> tuple[Callable[[Sequence], tuple], tuple] | None:
+        """A kernel whose status is known as it was traced (`CompiledRun.warm_call`), with no argument to
+        delete after it: the call runs it alone, a few microseconds less."""
+        kernel = traced.kernels.get(self._variant(False))
+        found = kernel.warm_call() if kernel is not None and not traced.donated else None
+        if found is None:
+            return None
+        run, copied = found
+        return run, (kernel.arena_bytes, copied, None, None)
 
     def inline(self, program: _Program, flat_args) -> Sequence:
         return self.kernel(program.traced, inline=True).inline(flat_args)
@@ -807,6 +826,12 @@ class Planned:
     def _run(self, traced: _Traced, flat_args) -> tuple:
         """The flat outputs of one concrete call, its `last_run` recorded (as the fields of a
         `RunStats`, made when `last_run` is read)."""
+        if traced.warm is not None:
+            start = time.perf_counter()
+            outputs = traced.warm(flat_args)
+            self._last_run = (self.mode, 0, time.perf_counter() - start, *traced.warm_stats, traced.phases.take(),
+                              traced.output_bytes, 0, None)
+            return outputs
         counter = _OpCounter()
         sampler = LiveBytesSampler() if self.options.measure_memory else None
         start = time.perf_counter()
@@ -819,6 +844,8 @@ class Planned:
         # `RunStats`'s fields in order: a tuple costs a fraction of the dataclass a call may never read
         self._last_run = (self.mode, counter.ops, seconds, ran.arena_bytes, ran.copied_bytes, before, peak,
                           traced.phases.take(), traced.output_bytes, ran.held_bytes, temp)
+        if sampler is None and (warm := self._runner.warm(traced)) is not None:
+            traced.warm, traced.warm_stats = warm
         return ran.outputs
 
 

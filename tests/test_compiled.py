@@ -256,6 +256,27 @@ def test_last_run_is_the_last_calls():
     assert planned.last_run.output_bytes == first.output_bytes > 0
 
 
+@pytest.mark.parametrize("donate", [False, True])
+def test_a_warm_call_reports_what_the_first_did(donate):
+    """A warm call whose kernel's status is known runs the kernel alone (`ModeRunner.warm`): it
+    reports what the first call did, but for the phases and the time; with a donated argument it
+    takes the whole way, which deletes that argument after the kernel."""
+    planned = jaxalloc.planned(_step, donate_argnums=(0,) if donate else ())
+    args = [jnp.array(a) for a in STEP_ARGS]
+    first_outputs = planned(*[jnp.array(a) for a in args])
+    first = planned.last_run
+    for _ in range(2):
+        given = [jnp.array(a) for a in args]
+        outputs = planned(*given)
+        run = planned.last_run
+        assert run.phases == {} and run.seconds > 0
+        assert (run.mode, run.arena_bytes, run.copied_bytes, run.output_bytes, run.held_bytes) == (
+            first.mode, first.arena_bytes, first.copied_bytes, first.output_bytes, first.held_bytes)
+        assert given[0].is_deleted() == donate
+        assert_same(outputs, first_outputs)
+    assert (planned._by_arrays and all(t.warm is None for t in planned._by_arrays.values())) == donate
+
+
 def test_the_kernel_never_copies_the_arena():
     planned = jaxalloc.planned(_step, mode="compiled")
     planned(*STEP_ARGS)

@@ -221,6 +221,18 @@ class CompiledRun:
         # device-to-host round trip each
         return (outputs, *_status_of(self._status if status is None else np.asarray(status).tolist()))
 
+    def warm_call(self) -> tuple[Callable[[Sequence[Any]], tuple], int] | None:
+        """What a call need run, once the kernel is compiled, where its status is known as it was
+        traced (no loop can run other rounds than it says), the kernel makes its own arena and takes
+        no argument donated: the kernel alone, giving the outputs; and the bytes it copies. Else None."""
+        if self.kernel is None or self._base is None or self._status is None or not self.makes_arena or self.donated:
+            return None
+        copied, wrong_rounds = _status_of(self._status)
+        if wrong_rounds:
+            return None
+        kernel, base, offsets = self.kernel, self._base, self._offsets
+        return (lambda args: kernel(base, offsets, *args)[2]), copied
+
     def run(self, args: Sequence[Any]) -> tuple[jax.Array, tuple]:
         if self.makes_arena and not self.donated:
             _, status, outputs = self.kernel(self._base, self._offsets, *args)
