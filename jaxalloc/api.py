@@ -258,13 +258,13 @@ class PlanOptions:
 
     include_outputs: bool = False
     products_outside: bool = False
-    scalars_outside: bool = False
+    small_outside: bool = False
 
 
-KERNEL_PLAN = PlanOptions(products_outside=True, scalars_outside=True)
+KERNEL_PLAN = PlanOptions(products_outside=True, small_outside=True)
 """The plan the compiled kernel runs: the outputs outside the arena, where the caller receives them
 (a loop's result as the buffer XLA's loop carries it in); the values of matrix products and
-convolutions in XLA's own buffers, where XLA computes such ops anyway, and every scalar, which XLA
+convolutions in XLA's own buffers, where XLA computes such ops anyway, and every small value, which XLA
 fuses into the ops that read it (`plan_function`)."""
 
 WITH_OUTPUTS = PlanOptions(include_outputs=True)

@@ -635,12 +635,12 @@ def _adaptive_steps(y, dt):
 
 
 def test_scalars_are_xla_s_and_the_arena_holds_the_rest():
-    """The kernel's plan leaves every scalar to XLA (`scalars_outside`): the loop carries time, step
+    """The kernel's plan leaves every small value to XLA (`small_outside`): the loop carries time, step
     size, counter and flag in XLA's loop state, as jit does, and only the vector in the arena, where
     each scalar read and write was a kernel of its own."""
     y, dt = jnp.linspace(-1.0, 1.0, 32), jnp.float32(0.1)
     planned = check_program(_adaptive_steps, y, dt, mode="compiled")
-    assert "scalars" in planned.plan(y, dt).report()
+    assert "small values" in planned.plan(y, dt).report()
     module = planned.plan(y, dt).module
     (loop,) = [op for op in module.walk() if isinstance(op, jx.WhileOp)]
     views = loop.attributes["mem.views"].data
@@ -652,11 +652,11 @@ def test_scalars_are_xla_s_and_the_arena_holds_the_rest():
             slots = slots.data if isinstance(slots, ArrayAttr) else [slots] if slots is not None else []
             assert all(byte_size(r.type) > 8 for r, slot in zip(op.results, slots) if slot is not None)
     inside = jaxalloc.planned(_adaptive_steps).plan(y, dt, include_outputs=True)
-    assert "scalars" not in inside.report() and inside.arena_bytes > planned.last_run.arena_bytes
+    assert "small values" not in inside.report() and inside.arena_bytes > planned.last_run.arena_bytes
 
 
-def test_a_plan_the_checker_refuses_with_scalars_outside_is_made_with_them_inside(monkeypatch):
-    """`make_plan`'s way out where the checker refuses the plan with the scalars outside the arena:
+def test_a_plan_the_checker_refuses_with_small_values_outside_is_made_with_them_inside(monkeypatch):
+    """`make_plan`'s way out where the checker refuses the plan with the small values outside the arena:
     the same function planned with them in it, and run so."""
     from jaxalloc.planning import plan as planning
     assign = planning.assign
@@ -665,16 +665,16 @@ def test_a_plan_the_checker_refuses_with_scalars_outside_is_made_with_them_insid
 
     def refusing(func, *options):
         planned = assign(func, *options)
-        if len(options) == 6 and options[5]:  # `scalars_outside`: refused once written on `func`
+        if len(options) == 6 and options[5]:  # `small_outside`: refused once written on `func`
             raise jaxalloc.PlanViolation("refused")
         return planned
 
     monkeypatch.setattr(planning, "assign", refusing)
     planned = check_program(_adaptive_steps, y, dt, mode="compiled")
     plan = planned.plan(y, dt)
-    assert outside.scalars_outside and not plan.scalars_outside and "scalars" not in plan.report()
+    assert outside.small_outside and not plan.small_outside and "small values" not in plan.report()
     assert plan.arena_bytes == planned.last_run.arena_bytes > outside.arena_bytes
-    inside = planning.make_plan(planned.lower(y, dt), scalars_outside=False, products_outside=True)
+    inside = planning.make_plan(planned.lower(y, dt), small_outside=False, products_outside=True)
     assert str(plan.module) == str(inside.module)  # the refused plan written over, not kept
 
 

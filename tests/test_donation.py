@@ -92,8 +92,8 @@ def test_results_equal_jit_with_donation_and_the_params_are_deleted(mode, passes
 
 @pytest.mark.parametrize("mode", ["arena", "checked", "compiled", "eager"])
 @pytest.mark.parametrize("fn, args", [
-    (reads_after_output, (jnp.linspace(0.0, 1.0, 16), jnp.ones(16))),
-    (fori, (jnp.linspace(0.0, 1.0, 16), jnp.full(16, 0.5))),  # the argument is the ring's first slot
+    (reads_after_output, (jnp.linspace(0.0, 1.0, 32), jnp.ones(32))),
+    (fori, (jnp.linspace(0.0, 1.0, 32), jnp.full(32, 0.5))),  # the argument is the ring's first slot
 ], ids=["reads_after_output", "fori"])
 def test_a_donated_argument_read_late_is_kept_until_its_last_read(fn, args, mode):
     expected = jax.jit(fn, donate_argnums=0)(jnp.array(args[0]), *args[1:])

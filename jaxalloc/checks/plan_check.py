@@ -503,15 +503,15 @@ def _computed_outside(value: SSAValue) -> bool:
 XLA_PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
 """Primitives XLA computes only on buffers of its own: a plan may leave their values to XLA."""
 
-XLA_SCALAR_BYTES = 8
+XLA_SMALL_BYTES = 64
 """A value of at most this many bytes may lie in a buffer of XLA's own, anywhere: XLA keeps a
-scalar in a register or a word of its own, fused into the ops that read it."""
+scalar or a short vector in registers or words of its own, fused into the ops that read it."""
 
 
 def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
     """The values that may lie in buffers of XLA's own, outside the arena: the operands and results
-    of matrix products and convolutions (those of a fused op holding one) and the scalars
-    (`XLA_SCALAR_BYTES`) that ops compute, in the function's block, a loop body or a branch, and,
+    of matrix products and convolutions (those of a fused op holding one) and the small values
+    (`XLA_SMALL_BYTES`) that ops compute, in the function's block, a loop body or a branch, and,
     through values without a place, values of their size computed in the place of one or in whose
     place one is computed in the same block, and what a loop's position without a ring may hold
     (`_held_at`). (Which of its operands an op took the place of is the
@@ -522,7 +522,7 @@ def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
             inner = list(op.body.block.ops) if isinstance(op, jx.FusedOp) else [op]
             if any(isinstance(o, jx.PrimOp) and o.primitive.data in XLA_PRODUCTS for o in inner):
                 pending.extend(v for v in (*op.operands, *op.results) if _computed_outside(v))
-            pending.extend(v for v in op.results if byte_size(v.type) <= XLA_SCALAR_BYTES and _computed_outside(v))
+            pending.extend(v for v in op.results if byte_size(v.type) <= XLA_SMALL_BYTES and _computed_outside(v))
     found: set[SSAValue] = set()
 
     def computing(op: Operation, value: SSAValue) -> bool:

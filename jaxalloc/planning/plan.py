@@ -51,8 +51,8 @@ class Plan:
     include_outputs: bool = False
     products_outside: bool = False
     """The values of matrix products and convolutions in XLA's own buffers (`plan_function`)."""
-    scalars_outside: bool = False
-    """Every scalar in XLA's own buffers (`plan_function`)."""
+    small_outside: bool = False
+    """Every small value in XLA's own buffers (`plan_function`)."""
     schedule: tuple[str, ...] = ()
     """What runs at each step of the flattened schedule (primitive and source line), for reports."""
     function: Callable | None = field(default=None, repr=False, compare=False)
@@ -136,7 +136,7 @@ class Plan:
         source = self.source
 
         def planned_with(include_outputs: bool) -> Plan:
-            if self.include_outputs == include_outputs and not (self.products_outside or self.scalars_outside):
+            if self.include_outputs == include_outputs and not (self.products_outside or self.small_outside):
                 return self
             return make_plan(source, self.allocator, self.alignment, include_outputs=include_outputs,
                              donated=self.donated)
@@ -203,7 +203,7 @@ class Plan:
             return "arguments and constants"
         outside = "arguments, constants, outputs"
         return outside + (", matrix products and convolutions" if self.products_outside else "") + (
-            ", scalars" if self.scalars_outside else "")
+            ", small values" if self.small_outside else "")
 
     def __repr__(self) -> str:
         return (
@@ -329,7 +329,7 @@ def make_plan(
     include_outputs: bool = False,
     *,
     products_outside: bool = False,
-    scalars_outside: bool = False,
+    small_outside: bool = False,
     function: Callable | None = None,
     args: tuple = (),
     kwargs: dict | None = None,
@@ -341,7 +341,7 @@ def make_plan(
 
     `function`, `args` and `kwargs`, the Python function the module was traced from and its example arguments,
     let the plan compare itself with XLA. `donated`: the indices of the function's arguments that
-    are donated, planned in the arena (`mem.args`). `products_outside`, `scalars_outside`: see `plan_function`.
+    are donated, planned in the arena (`mem.args`). `products_outside`, `small_outside`: see `plan_function`.
     """
     alignment = check_alignment(alignment)
     get_allocator(allocator)
@@ -352,15 +352,15 @@ def make_plan(
         raise JaxallocError(f"donated arguments {list(donated)} of @{func.sym_name.data}, which has {len(func.body.block.args)}")
     # never hand out a plan that lets a value be overwritten before it is read
     try:
-        func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, products_outside, scalars_outside)
+        func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, products_outside, small_outside)
     except PlanViolation:
-        if not scalars_outside:
+        if not small_outside:
             raise
-        # a plan the checker refuses with the scalars outside the arena (as its walks in 32 groups
+        # a plan the checker refuses with the small values outside the arena (as its walks in 32 groups
         # refused the diffrax gradient of jaxalloc.testing.library's, before `REFINED_GROUPS` had 128)
         # is made again with them in it, a plan of other rings and toggles (`assign` writes it over
         # the refused one)
-        scalars_outside = False
+        small_outside = False
         func, block_plan, _ = assign(func, allocator, alignment, include_outputs, donated, products_outside)
     return Plan(
         module,
@@ -370,7 +370,7 @@ def make_plan(
         _named_as_in_ir(module, block_plan, plan_rows(func, block_plan)),
         include_outputs=include_outputs,
         products_outside=products_outside,
-        scalars_outside=scalars_outside,
+        small_outside=small_outside,
         schedule=_schedule_labels(func),
         function=function,
         example_args=tuple(args),

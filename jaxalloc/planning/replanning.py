@@ -37,7 +37,7 @@ FOLLOWED_RINGS_BUDGET = 2_000_000
 
 def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include_outputs: bool = False,
            donated: tuple[int, ...] = (), products_outside: bool = False,
-           scalars_outside: bool = False) -> tuple[jx.FuncOp, BlockPlan, PlanCheck]:
+           small_outside: bool = False) -> tuple[jx.FuncOp, BlockPlan, PlanCheck]:
     """Plan `func`, write the plan on it and check it (`PlanViolation` where the checker refuses it).
 
     Where the checker would work past `CHECK_BUDGET` and the plan has inner toggle rings in enclosing
@@ -50,7 +50,7 @@ def assign(func: jx.FuncOp, allocator: str = "nnc", alignment: int = 64, include
     `func`'s place where the checker accepts it, with fewer copies, within `FOLLOWED_RINGS_BUDGET`.
     Returns the function planned, its plan and what the checker found."""
     options = {"allocator": allocator, "alignment": alignment, "include_outputs": include_outputs, "donated": donated,
-               "products_outside": products_outside, "scalars_outside": scalars_outside}
+               "products_outside": products_outside, "small_outside": small_outside}
     plan = _annotated(func, **options)
     found = _within(func, CHECK_BUDGET)
     if found is None:

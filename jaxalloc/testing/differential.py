@@ -31,7 +31,7 @@ from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import Converted, parse_module
 from jaxalloc.frontend.types import byte_size
-from jaxalloc.planning.assignment.ir import SCALAR_BYTES
+from jaxalloc.planning.assignment.ir import SMALL_BYTES
 
 AS_TRACED = ("jx-dce",)
 """The passes that leave the program's ops as traced (only dead code goes): for tests of the planner,
@@ -435,15 +435,15 @@ class MemoryFigures:
     largest_op: int
     """An upper bound on what one op holds besides the arena: its operands and results (a loop's
     operands stay referenced while it runs, so its carried values outside the arena count twice)."""
-    scalars: int
-    """The bytes of every scalar the ops compute, which the plan leaves to XLA (`scalars_outside`): an
+    small: int
+    """The bytes of every small value the ops compute, which the plan leaves to XLA (`small_outside`): an
     upper bound on those alive at once."""
     measured: int
     """Peak bytes in use during the run, less those in use before it (the arguments among them)."""
 
     @property
     def allowed(self) -> int:
-        return self.arena + self.outputs + self.largest_op + self.scalars
+        return self.arena + self.outputs + self.largest_op + self.small
 
 
 def memory_figures(fn, *args) -> MemoryFigures:
@@ -456,9 +456,9 @@ def memory_figures(fn, *args) -> MemoryFigures:
     run = planned.last_run
     ops = [op for op in planned.plan(*args).module.walk() if isinstance(op, jx.PrimOp | jx.WhileOp | jx.CaseOp)]
     largest = max((sum(held(byte_size(v.type)) for v in (*op.operands, *op.results)) for op in ops), default=0)
-    scalars = sum(held(byte_size(r.type)) for op in ops for r in op.results if byte_size(r.type) <= SCALAR_BYTES)
+    small = sum(held(byte_size(r.type)) for op in ops for r in op.results if byte_size(r.type) <= SMALL_BYTES)
     output_bytes = sum(held(o.nbytes) for o in jax.tree_util.tree_leaves(outputs))
-    return MemoryFigures(held(run.arena_bytes), output_bytes, largest, scalars, run.peak_live_bytes - run.live_bytes_before)
+    return MemoryFigures(held(run.arena_bytes), output_bytes, largest, small, run.peak_live_bytes - run.live_bytes_before)
 
 
 def assert_deterministic_args(make_args) -> None:

@@ -14,7 +14,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.planning.assignment.buffers import BufferMerge
 from jaxalloc.planning.assignment.cases import CasePlanning
-from jaxalloc.planning.assignment.ir import is_scalar, loop_memory, products_values, scalars
+from jaxalloc.planning.assignment.ir import is_small, loop_memory, products_values, small_values
 from jaxalloc.planning.assignment.loops import LoopPlanning
 from jaxalloc.planning.assignment.model import BlockContext, BlockPlan, Buffer, Options, padded
 from jaxalloc.planning.assignment.pools import PoolPlanning
@@ -23,7 +23,7 @@ from jaxalloc.planning.assignment.pools import PoolPlanning
 def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int = 64, include_outputs: bool = False,
                   donated: Sequence[int] = (), followed_rings: bool = False, nested_toggles: bool = True,
                   kept_loans: bool = True, pools: bool = True, products_outside: bool = False,
-                  scalars_outside: bool = False) -> BlockPlan:
+                  small_outside: bool = False) -> BlockPlan:
     """Plan every value of `func`; returns the function block's plan (offsets from the arena start).
     With `allocator=None` it merges values into buffers and gives their lifetimes, but places none
     (every offset 0): all that a bound on the rows (`plan_rows`) needs, without the allocation's work.
@@ -36,9 +36,9 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     (`PRODUCTS`) stay outside the arena, in buffers of XLA's own: XLA computes such an op only on
     buffers of its own, so in the arena each would be held twice, in its slot and in the copy XLA
     reads or writes. In a loop body or a branch, but those the block hands its parent
-    (`left_to_xla`). `scalars_outside`: every scalar stays outside the arena too (`scalars`)."""
+    (`left_to_xla`). `small_outside`: every small value stays outside the arena too (`small_values`)."""
     options = Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools, products_outside,
-                      scalars_outside)
+                      small_outside)
     block = func.body.block
     inside = {block.args[i] for i in donated}
     outside = set(block.args) - inside
@@ -46,8 +46,8 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
         outside.update(block.last_op.operands)
     if products_outside:
         outside.update(products_values(block, loop_memory(block)))
-    if scalars_outside:
-        outside.update(scalars(block))
+    if small_outside:
+        outside.update(small_values(block))
     return BlockPlanner(block, BlockContext(options, outside, dictated={}, foldable=inside, donated=inside)).run()
 
 
@@ -75,14 +75,14 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
                 self.buffers.join(value, group[0])
 
     def left_to_xla(self, block: Block, dictated: dict) -> set[SSAValue]:
-        """The values of `block` (a loop body or a branch) left to XLA's buffers. With `scalars_outside`,
-        its scalars (`scalars`), whose parents' memory is XLA's too. With `products_outside`, the
+        """The values of `block` (a loop body or a branch) left to XLA's buffers. With `small_outside`,
+        its small values (`small_values`), whose parents' memory is XLA's too. With `products_outside`, the
         values of its products (`products_values`): within one round or one branch, but those in
         the memory of a loop's or a case's result, those the block hands its parent (or a view of),
         which lie in the parent's memory (`dictated`), and those its loops and cases read, which
         a result of theirs may be (a branch's phi, an init operand read in place): handed on, it
         would be copied into the parent's memory."""
-        found = scalars(block) if self.options.scalars_outside else set()
+        found = small_values(block) if self.options.small_outside else set()
         if not self.options.products_outside:
             return found
         handed = {*block.last_op.operands, *dictated}
@@ -98,8 +98,8 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
 
         A loop ring of several slots stays in the arena even when the loop's result is an output:
-        the result is whichever slot the last round wrote; but with `scalars_outside`, a ring of
-        scalars is XLA's loop state. An output computed into a donated argument's memory stays in
+        the result is whichever slot the last round wrote; but with `small_outside`, a ring of
+        small values is XLA's loop state. An output computed into a donated argument's memory stays in
         the arena: the argument is there from the start.
         """
         root = self.buffers.find(value)
@@ -108,8 +108,8 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
         group = self.buffers.group(root)
         if any(m in self.donated for m in group):
             return False
-        if self.options.scalars_outside and is_scalar(root):
-            return True  # a loop's ring of scalars too: XLA's loop state
+        if self.options.small_outside and is_small(root):
+            return True  # a loop's ring of small values too: XLA's loop state
         if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
             return False
         return any(m in self.outside for m in group)

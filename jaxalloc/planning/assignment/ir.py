@@ -68,23 +68,25 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
     return found
 
 
-SCALAR_BYTES = 8
-"""A value of at most this many bytes is a scalar to the plan (`scalars`)."""
+SMALL_BYTES = 64
+"""A value of at most this many bytes, one slot of the default alignment, is small to the plan
+(`small_values`): a scalar, or a vector of up to 16 floats."""
 
 
-def is_scalar(value: SSAValue) -> bool:
-    return byte_size(value.type) <= SCALAR_BYTES
+def is_small(value: SSAValue) -> bool:
+    return byte_size(value.type) <= SMALL_BYTES
 
 
-def scalars(block: Block) -> set[SSAValue]:
-    """The scalars that the ops of `block` compute (`SCALAR_BYTES`), constants aside: left to XLA's
-    buffers, each is a register or a word of XLA's own, fused into the ops that read it, where in
-    the arena it takes a slot padded to the alignment and each read and write of it is a kernel
-    of its own (half the kernels of a diffrax solver's round: its time, step size, counters and
-    flags). A buffer's values are all of one size (views and in-place ops keep it), so a scalar
-    shares memory only with scalars, all of them outside: a loop's scalar position is carried in
-    XLA's loop state, a case's scalar result in a buffer of XLA's, as `jax.jit` holds them."""
-    return {r for op in block.ops for r in op.results if is_scalar(r) and not is_constant(r)}
+def small_values(block: Block) -> set[SSAValue]:
+    """The small values that the ops of `block` compute (`SMALL_BYTES`), constants aside: left to
+    XLA's buffers, each is a few registers or words of XLA's own, fused into the ops that read it,
+    where in the arena it takes a whole slot of the alignment and each read and write of it is a
+    kernel of its own (most kernels of a diffrax solver's round: its time, step size, counters,
+    flags and a state of three floats). A buffer's values are all of one size (views and in-place
+    ops keep it), so a small value shares memory only with small values, all of them outside: a
+    loop's small position is carried in XLA's loop state, a case's small result in a buffer of
+    XLA's, as `jax.jit` holds them."""
+    return {r for op in block.ops for r in op.results if is_small(r) and not is_constant(r)}
 
 
 def _multiplies(op: Operation) -> bool:

@@ -117,8 +117,8 @@ class Options:
     products_outside: bool = False
     """The values of matrix products and convolutions left to XLA's buffers in every block
     (`plan_function`, `BlockPlanner.left_to_xla`)."""
-    scalars_outside: bool = False
-    """Every scalar left to XLA's buffers, in every block (`scalars`)."""
+    small_outside: bool = False
+    """Every small value left to XLA's buffers, in every block (`small_values`)."""
 
 
 @dataclass(frozen=True)
