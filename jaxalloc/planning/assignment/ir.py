@@ -81,11 +81,12 @@ def small_values(block: Block) -> set[SSAValue]:
     """The small values that the ops of `block` compute (`SMALL_BYTES`), constants aside: left to
     XLA's buffers, each is a few registers or words of XLA's own, fused into the ops that read it,
     where in the arena it takes a whole slot of the alignment and each read and write of it is a
-    kernel of its own (most kernels of a diffrax solver's round: its time, step size, counters,
-    flags and a state of three floats). A buffer's values are all of one size (views and in-place
-    ops keep it), so a small value shares memory only with small values, all of them outside: a
-    loop's small position is carried in XLA's loop state, a case's small result in a buffer of
-    XLA's, as `jax.jit` holds them."""
+    kernel of its own (half the kernels of a diffrax solver's round were its time, step size,
+    counters and flags; the state of the library corpus's Euler solve is two vectors of three
+    floats). A buffer's values are all of one size (views and in-place ops keep it), so a small
+    value shares memory only with small values, all of them outside: a loop's small position is
+    carried in XLA's loop state, a case's small result in a buffer of XLA's, as `jax.jit` holds
+    them."""
     return {r for op in block.ops for r in op.results if is_small(r) and not is_constant(r)}
 
 
