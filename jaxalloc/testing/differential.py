@@ -31,7 +31,7 @@ from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import Converted, parse_module
 from jaxalloc.frontend.types import byte_size
-from jaxalloc.planning.assignment.ir import SMALL_BYTES
+from jaxalloc.planning.assignment.ir import is_small
 
 AS_TRACED = ("jx-dce",)
 """The passes that leave the program's ops as traced (only dead code goes): for tests of the planner,
@@ -456,7 +456,7 @@ def memory_figures(fn, *args) -> MemoryFigures:
     run = planned.last_run
     ops = [op for op in planned.plan(*args).module.walk() if isinstance(op, jx.PrimOp | jx.WhileOp | jx.CaseOp)]
     largest = max((sum(held(byte_size(v.type)) for v in (*op.operands, *op.results)) for op in ops), default=0)
-    small = sum(held(byte_size(r.type)) for op in ops for r in op.results if byte_size(r.type) <= SMALL_BYTES)
+    small = sum(held(byte_size(r.type)) for op in ops for r in op.results if is_small(r))
     output_bytes = sum(held(o.nbytes) for o in jax.tree_util.tree_leaves(outputs))
     return MemoryFigures(held(run.arena_bytes), output_bytes, largest, small, run.peak_live_bytes - run.live_bytes_before)
 

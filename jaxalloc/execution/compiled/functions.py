@@ -509,7 +509,7 @@ class CompiledFunctions(JxFunctions):
         # loop of one round made XLA copy the arena in random programs 0, 5 and 10)
         count = op.rounds.data if op.rounds is not None and op.rounds.data > 1 else None
         proven = said_rounds_proven(op, self.table)
-        unchecked = count is not None and proven and _pure(op.cond.block)
+        unchecked = count is not None and proven and not jx.has_effect(op.cond)
         go = np.bool_(True) if unchecked else self.test(interpreter, op, state)
         kinds = self.learned(op, [joined(kind_of(v), carried_kind(view, args)) for v, view in zip(state, views)])
 
@@ -662,8 +662,3 @@ copied and the wrong rounds."""
 
 WINDOWED = frozenset({"dynamic_slice", "dynamic_update_slice"})
 """Primitives that read or write a window of a value in the arena (`CompiledFunctions.window`)."""
-
-
-def _pure(block) -> bool:
-    """Whether running `block` does nothing but compute its values (no callback)."""
-    return not any(isinstance(op, jx.PrimOp) and op.effect is not None for op in block.walk())
