@@ -249,15 +249,17 @@ def test_the_compiled_check_counts_each_callback_as_the_kernel_traces_it():
             def doubled(v):
                 jax.debug.callback(calls.append, v)
                 return v * 2
-            return c[0] + 1, lax.cond(c[1] > 0, doubled, lambda v: -v, c[1])
+            return c[0] + 1, lax.cond(c[1].ravel()[0] > 0, doubled, lambda v: -v, c[1])
 
         return lax.while_loop(cond, body, (0, x))
 
-    planned = check_program(f, jnp.float32(1.5), mode="compiled")
-    (traced,) = planned._cache.values()
-    (kernel,) = traced.kernels.values()
-    effects = differential._module_effects(kernel.module, kernel.functions.table)
-    assert effects == differential._jaxpr_effects(kernel.jaxpr.jaxpr) and sorted(effects.values()) == [1, 1, 2]
+    for x, counts in ((jnp.full(32, 1.5), [1, 1, 2]), (jnp.float32(1.5), [1, 1, 1])):  # in an arena, in none
+        planned = check_program(f, x, mode="compiled")
+        (traced,) = planned._cache.values()
+        (kernel,) = traced.kernels.values()
+        assert bool(kernel.arena_bytes) == (x.size > 1)
+        effects = differential._module_effects(kernel.module, kernel.functions.table, bool(kernel.arena_bytes))
+        assert effects == differential._jaxpr_effects(kernel.jaxpr.jaxpr) and sorted(effects.values()) == counts
 
     def left_behind(x):
         def branch(v):

@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax._src.lax import lax as lax_internal
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreter import (
@@ -131,6 +132,22 @@ class JxFunctions(InterpreterFunctions):
     def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
         branch = min(max(int(args[0]), 0), len(op.branches) - 1)
         return self.run_block(interpreter, op.branches[branch].block, ())
+
+
+@register_impls
+@dataclass
+class TracedJxFunctions(JxFunctions):
+    """`JxFunctions` under tracing: a loop is a `lax.while_loop`, a case a `lax.switch`, so the module
+    traces into one computation of the program's own ops, as `jax.jit` would trace its jaxpr."""
+
+    @impl(jx.WhileOp)
+    def run_while(self, interpreter: Interpreter, op: jx.WhileOp, args: PythonValues) -> PythonValues:
+        return lax.while_loop(lambda state: self.run_block(interpreter, op.cond.block, state)[0],
+                              lambda state: self.run_block(interpreter, op.body.block, state), tuple(args))
+
+    @impl(jx.CaseOp)
+    def run_case(self, interpreter: Interpreter, op: jx.CaseOp, args: PythonValues) -> PythonValues:
+        return lax.switch(args[0], [lambda b=b: self.run_block(interpreter, b.block, ()) for b in op.branches])
 
 
 def _ran(op: jx.WhileOp, rounds: int) -> None:

@@ -30,7 +30,7 @@ from jaxalloc.execution.compiled.functions import CompiledFunctions
 from jaxalloc.execution.compiled.kinds import Retrace
 from jaxalloc.execution.compiled.rewrite import offsets_as_arguments
 from jaxalloc.execution.compiled.stored import StoredKernel, call_stored, donate_argnums, lowered_module
-from jaxalloc.execution.interpreter import make_interpreter, with_weak_type
+from jaxalloc.execution.interpreter import TracedJxFunctions, make_interpreter, with_weak_type
 
 
 _ZERO = np.int32(0)
@@ -134,6 +134,8 @@ class CompiledRun:
     def interpret(self, arena, base, *args):
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
         functions = self.functions
+        if not self.arena_bytes:
+            return arena, None, self.interpret_outside(args)
         functions.arena.bytes, functions.arena.base = arena, base
         interpreter = make_interpreter(self.module, functions)
         outputs = interpreter.call_op(self.func_name, (arena, *args))
@@ -145,6 +147,16 @@ class CompiledRun:
             self._status = tuple(np.array(status, np.int32).tolist())
             return functions.arena.bytes, None, outputs
         return functions.arena.bytes, jnp.stack([jnp.asarray(s, jnp.int32) for s in status]), outputs
+
+    def interpret_outside(self, args) -> tuple:
+        """The outputs of a plan that puts no value in the arena (every value XLA's: small, a
+        product's, an output): the module's ops as they are, which XLA compiles as it does
+        `jax.jit`'s, with none of the orderings a kernel that updates an arena in place needs. Nothing
+        is copied and no loop has a ring whose rounds matter, so the status is known."""
+        functions = TracedJxFunctions(self.functions.table, self.functions.schedules)
+        outputs = make_interpreter(self.module, functions).call_op(self.func_name, args)
+        self._status = (0, 0, 0)
+        return tuple(map(with_weak_type, outputs, self.out_avals)) if self.out_avals else outputs
 
     def build(self, args: Sequence[Any]) -> None:
         """The kernel for `args`: the module interpreted once, then its offsets made arguments
