@@ -12,7 +12,6 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
-from test_trust import _settling
 
 from xdsl.dialects.builtin import ArrayAttr
 
@@ -591,10 +590,11 @@ def test_a_small_loop_is_one_kernel():
 
 
 def _power_iteration(a, b):
+    """A loop whose result is the output; its sorted rows are a value of the arena."""
     def body(state):
         v, k = state
         w = a @ v
-        return w / jnp.sqrt(jnp.vdot(w, w)), k + 1
+        return w / jnp.sqrt(jnp.vdot(w, w)) + jnp.sort(w) * 0.01, k + 1
 
     return lax.while_loop(lambda s: s[1] < 5, body, (b, 0))[0]
 
@@ -611,7 +611,7 @@ def test_a_loop_whose_result_is_an_output_carries_it_as_jit_s_loop_does():
     jaxpr = kernel.jaxpr
     (loop,) = [e for e in jaxpr.eqns if e.primitive.name == "while"]
     assert [v.aval.shape for v in loop.params["body_jaxpr"].jaxpr.outvars].count(b.shape) == 1
-    assert planned.last_run.arena_bytes < b.nbytes
+    assert planned.last_run.arena_bytes == b.nbytes  # the sorted rows alone
     # and its body's offsets are constants of the loop (`offsets_as_arguments`): only the count of
     # its rounds adds a literal
     body = loop.params["body_jaxpr"].jaxpr
@@ -696,17 +696,24 @@ def test_a_loop_whose_condition_disagrees_with_its_rounds_fails_the_call(monkeyp
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (counted(eqn, most_of)[0] + wrong, None))
     planned = jaxalloc.planned(_power_iteration, mode="compiled")
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
-        planned(jnp.eye(8) * 2.0, jnp.linspace(-1.0, 1.0, 8))
+        planned(jnp.eye(32) * 2.0, jnp.linspace(-1.0, 1.0, 32))
 
 
 @pytest.mark.parametrize("mode", ["compiled", "checked"])
 def test_a_loop_that_runs_more_rounds_than_it_says_at_most_fails_the_call(monkeypatch, mode):
-    """The static checker walks a loop no further than `at_most` says: a run past it fails (`_settling`
-    runs 3 rounds here; a loop said to run at most 1 would be a case, `jx-canonicalize`)."""
+    """The static checker walks a loop no further than `at_most` says: a run past it fails (`_halving`
+    runs 3 rounds; a loop said to run at most 1 would be a case, `jx-canonicalize`)."""
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (None, 2))
-    planned = jaxalloc.planned(_settling, mode=mode)
+    planned = jaxalloc.planned(_halving, mode=mode)
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
-        planned(jnp.ones(8))
+        planned(jnp.ones(32))
+
+
+def _halving(x):
+    """A loop of at most 3 rounds that also stops on a value it computes (from ones, it runs 3); its
+    sorted rows are a value of the arena."""
+    return lax.while_loop(lambda s: (s[0] < 3) & (jnp.sum(s[1]) > 0.1), lambda s: (s[0] + 1, jnp.sort(s[1]) * 0.5),
+                          (jnp.int32(0), x))[1]
 
 
 def _sorting(x):
@@ -719,10 +726,10 @@ def test_a_loop_xla_cannot_make_one_kernel_runs_as_its_ops_kernels(monkeypatch):
     runs, with `OUTSIDE_ONE_KERNEL` emptied), the kernel is compiled again, every loop as its ops'
     kernels."""
     monkeypatch.setattr(guards, "OUTSIDE_ONE_KERNEL", frozenset())
-    planned = check_program(_sorting, jnp.linspace(-1.0, 1.0, 8), mode="compiled")
+    planned = check_program(_sorting, jnp.linspace(-1.0, 1.0, 32), mode="compiled")
     kernel = _kernel(planned)
     assert not kernel.functions.small_loops
-    assert ONE_KERNEL not in kernel.executable([jnp.linspace(-1.0, 1.0, 8)]).as_text()
+    assert ONE_KERNEL not in kernel.executable([jnp.linspace(-1.0, 1.0, 32)]).as_text()
 
 
 def _loop_state_bytes(hlo: str) -> int:
