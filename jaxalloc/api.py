@@ -41,6 +41,7 @@ from jaxalloc.passes.fusion import FusePass
 from jaxalloc.passes.schedule import SchedulePass
 from jaxalloc import planned_call
 from jaxalloc.planned_call import DEFAULT_PASSES, Options
+from jaxalloc.planning.assignment.ir import leaves_nothing_to_place
 from jaxalloc.planning.plan import Plan, make_plan
 
 PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass, "jx-schedule": SchedulePass}
@@ -277,7 +278,7 @@ class _Traced:
 
     closed_jaxpr: core.ClosedJaxpr
     out_tree: Any
-    source: Converted | Callable[[], Converted]
+    source: Converted | _Lowering
     """The jx module after the passes, or what converts the jaxpr and runs the passes (`converted`)."""
     schedules: Schedules = field(default_factory=Schedules)
     plans: dict[tuple[str, int], tuple[Plan, Schedules, dict]] = field(default_factory=dict)
@@ -304,19 +305,34 @@ class _Traced:
     """What a call runs once nothing is left to do for the signature but its kernel (`ModeRunner.warm`)."""
     warm_stats: tuple = ()
     """What each such call reports, in `RunStats`'s fields after `seconds`: the same at every call."""
+    _lowered: Converted | None = None
     _converted: Converted | None = None
     _deleted: tuple[int, ...] | None = None
 
     @property
-    def converted(self) -> Converted:
-        """The jx module after the passes, made on first use: a call that finds its kernel in the
-        persistent cache never needs it."""
-        if self._converted is None:
+    def lowered(self) -> Converted:
+        """The jx module as converted, made on first use; the passes, once they run, change it in
+        place (`converted`). Its function's name and its table of constants stay."""
+        if self._lowered is None:
             if isinstance(self.source, Converted):
-                self._converted = self.source
+                self._lowered = self.source
             else:
                 with _collector_paused(), core.eval_context():
-                    self._converted = self.source()
+                    self._lowered = self.source.convert()
+        return self._lowered
+
+    @property
+    def converted(self) -> Converted:
+        """The jx module after the passes, made on first use: a call that finds its kernel in the
+        persistent cache, or whose kernel plans nothing in the arena (`_plan_before_passes`), never
+        needs it."""
+        if self._converted is None:
+            lowered = self.lowered
+            if isinstance(self.source, Converted):
+                self._converted = lowered
+            else:
+                with _collector_paused(), core.eval_context():
+                    self._converted = self.source.passes(lowered)
         return self._converted
 
     @property
@@ -334,10 +350,24 @@ class _Traced:
     def plan(self, key: tuple[str, int], options: PlanOptions) -> Plan:
         """The plan for `key` (allocator, alignment) with these options, made once."""
         if (key, options) not in self.made:
-            with self.phases.timed("plan"):
-                self.made[key, options] = make_plan(self.converted.module, *key, **dataclasses.asdict(options),
-                                                    donated=self.donated)
+            plan = self._plan_before_passes(key, options)
+            if plan is None:
+                module = self.converted.module  # the passes, timed apart
+                with self.phases.timed("plan"):
+                    plan = make_plan(module, *key, **dataclasses.asdict(options), donated=self.donated)
+            self.made[key, options] = plan
         return self.made[key, options]
+
+    def _plan_before_passes(self, key: tuple[str, int], options: PlanOptions) -> Plan | None:
+        """The plan of the module before the passes, where it places nothing in the arena: the passes
+        only ever make an arena smaller, so a program whose every value XLA keeps (small ones,
+        products, outputs: `leaves_nothing_to_place`) skips them, and its first call their time.
+        None where the passes have run already, the plan holds the outputs, or it places something."""
+        if self._converted is not None or options.include_outputs or not leaves_nothing_to_place(self.lowered.module):
+            return None
+        with self.phases.timed("plan"):
+            plan = make_plan(self.lowered.module, *key, **dataclasses.asdict(options), donated=self.donated)
+        return plan if not plan.arena_bytes else None
 
     def interpret(self, module: ModuleOp, functions: JxFunctions, flat_args, listeners) -> PythonValues:
         """The outputs of `module` run op by op on flat arguments with `functions`."""
@@ -352,6 +382,13 @@ class _Traced:
         for k in self.deleted:
             if not any(o is flat_args[k] for o in outputs):
                 delete(flat_args[k])
+
+
+class _Lowering(NamedTuple):
+    """How a traced signature becomes its jx module: converted, then the passes run on it in place."""
+
+    convert: Callable[[], Converted]
+    passes: Callable[[Converted], Converted]
 
 
 class _Ran(NamedTuple):
@@ -457,9 +494,9 @@ class CompiledRunner(ModeRunner):
         if variant not in traced.kernels and not self._load(traced, variant):
             plan = self.plan(traced)
             with traced.phases.timed("plan"):
-                functions = CompiledFunctions(traced.converted.table, Schedules(), layouts={})
+                functions = CompiledFunctions(traced.lowered.table, Schedules(), layouts={})
                 traced.kernels[variant] = CompiledRun(
-                    plan.module, traced.converted.func.sym_name.data, plan.arena_bytes, functions, traced.deleted,
+                    plan.module, traced.lowered.func.sym_name.data, plan.arena_bytes, functions, traced.deleted,
                     traced.closed_jaxpr.out_avals, small_loops=not inline, keep_arena=variant[2],
                     store=self.cache_key(traced, variant) is not None,
                 )
@@ -709,8 +746,10 @@ class Planned:
             with _collector_paused(), core.eval_context():
                 traced = self._cache[key] = self._trace(statics, treedef, avals)
             traced.donated = donated
-            if not isinstance(self._runner, CompiledRunner) or cache.cache_dir() is None:
+            if not isinstance(self._runner, CompiledRunner):
                 traced.converted, traced.deleted  # made now: nothing else could make them unneeded
+            elif cache.cache_dir() is None:
+                traced.lowered, traced.deleted
         return traced
 
     def _donated(self, statics: _Statics, treedef) -> tuple[int, ...]:
@@ -747,15 +786,17 @@ class Planned:
         closed, out_tree = traced.jaxpr, jax.tree_util.tree_structure(traced.out_info)
         func_name = name if name.isidentifier() else "main"
 
-        def lowering() -> Converted:
+        def converting() -> Converted:
             with phases.timed("convert"):
-                converted = convert(closed, func_name)
+                return convert(closed, func_name)
+
+        def passing(converted: Converted) -> Converted:
             for pass_name in self.options.passes:
                 with phases.timed(pass_name):
                     _run_pass(pass_name, converted)
             return converted
 
-        return _Traced(closed, out_tree, lowering, phases=phases, closed_over=tuple(traced._consts))
+        return _Traced(closed, out_tree, _Lowering(converting, passing), phases=phases, closed_over=tuple(traced._consts))
 
     def trace(self, *args, **kwargs) -> core.ClosedJaxpr:
         """The ClosedJaxpr this function traces to for these arguments."""
@@ -865,7 +906,7 @@ class _Program:
 
     @property
     def name(self) -> str:
-        return self.traced.converted.func.sym_name.data
+        return self.traced.lowered.func.sym_name.data
 
     @property
     def plan(self) -> Plan:

@@ -142,12 +142,25 @@ def test_a_first_call_leaves_the_garbage_collector_as_it_found_it():
         gc.enable()
 
 
+def test_a_program_whose_values_xla_keeps_skips_the_passes():
+    """Every value small (or a product's, or an output): the kernel's plan places nothing, with or
+    without the passes, so they do not run for it; a plan that holds the outputs runs them."""
+    x = jnp.arange(3.0)
+    f = jaxalloc.planned(lambda x: jnp.sin(x) * jnp.cos(x) + 1.0)
+    check = jax.jit(lambda x: jnp.sin(x) * jnp.cos(x) + 1.0)(x)
+    assert jnp.allclose(f(x), check) and f.last_run.arena_bytes == 0
+    assert list(f.last_run.phases) == ["trace", "convert", "plan", "kernel trace", "lower", "XLA compile"]
+    assert f.plan(x, include_outputs=True).arena_bytes > 0
+    f(x)
+    assert list(f.last_run.phases) == [*jaxalloc.api.DEFAULT_PASSES, "plan"]
+
+
 def test_a_first_call_says_where_its_time_went():
     """`last_run.phases`: the first call's trace, conversion, passes, plan and, compiled, the kernel's
     trace, lowering and XLA compile, together its whole time; a later call did none of it. Work
     that `.lower()` did before the first call is reported by that call."""
-    x = jnp.arange(3.0)
-    f = jaxalloc.planned(lambda x: jnp.sin(x) * 2.0, mode="compiled")
+    x = jnp.arange(32.0)
+    f = jaxalloc.planned(lambda x: jnp.sin(x) * jnp.cos(x) + 1.0, mode="compiled")
     start = time.perf_counter()
     f(x)
     whole = time.perf_counter() - start
@@ -159,6 +172,7 @@ def test_a_first_call_says_where_its_time_went():
     assert f.last_run.phases == {}
 
     g = jaxalloc.planned(lambda x: x + 1.0, mode="arena", passes=("jx-dce",))
+    x = jnp.arange(3.0)
     g.lower(x)
     g(x)
     assert list(g.last_run.phases) == ["trace", "convert", "jx-dce", "plan"]

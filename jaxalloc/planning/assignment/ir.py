@@ -90,6 +90,16 @@ def small_values(block: Block) -> set[SSAValue]:
     return {r for op in block.ops for r in op.results if is_small(r) and not is_constant(r)}
 
 
+def leaves_nothing_to_place(module: Operation) -> bool:
+    """Whether every value the ops of `module` compute is one that a plan with products and small
+    values outside (the compiled kernel's) leaves to XLA on its own account: small, a constant, a
+    matrix product's or convolution's, or an output of the function. Such a plan may place nothing
+    in the arena (`make_plan` says whether it does)."""
+    outputs = {v for op in module.walk() if isinstance(op, jx.FuncOp) for v in op.body.block.last_op.operands}
+    return all(is_small(r) or is_constant(r) or r in outputs or _multiplies(op)
+               for op in module.walk() for r in op.results)
+
+
 def _multiplies(op: Operation) -> bool:
     """Whether `op` is a matrix product or a convolution, or a fused op holding one."""
     inner = op.body.block.ops if isinstance(op, jx.FusedOp) else (op,)
