@@ -718,6 +718,9 @@ class Planned:
     def last_run(self) -> RunStats | None:
         """What the last call did (None before the first): made when asked, from what the call kept."""
         if isinstance(self._last_run, tuple):
+            if isinstance(self._last_run[0], _Traced):  # a warm call (`_run_warm`)
+                traced, seconds, phases = self._last_run
+                self._last_run = (self.mode, 0, seconds, *traced.warm_stats, phases, traced.output_bytes, 0, None)
             self._last_run = RunStats(*self._last_run)
         return self._last_run
 
@@ -843,6 +846,8 @@ class Planned:
     def __call__(self, *args, **kwargs):
         key, flat_args = self._arrays_key(args, kwargs)
         traced = self._by_arrays.get(key) if key is not None else None
+        if traced is not None and traced.warm is not None and not traced.closed_over:
+            return jax.tree_util.tree_unflatten(traced.out_tree, self._run_warm(traced, flat_args))
         if traced is None:
             for path, leaf in jax.tree_util.tree_flatten_with_path((args, kwargs))[0]:
                 if isinstance(leaf, jax.ShapeDtypeStruct):
@@ -864,15 +869,19 @@ class Planned:
             _check_donated(flat_args, traced.donated, args, kwargs)
         return jax.tree_util.tree_unflatten(traced.out_tree, self._run(traced, flat_args))
 
+    def _run_warm(self, traced: _Traced, flat_args) -> tuple:
+        """A call that runs the signature's kernel alone (`_Traced.warm`), its `last_run` kept as the
+        signature, the time and the work since the last call (`last_run` makes the rest)."""
+        start = time.perf_counter()
+        outputs = traced.warm(flat_args)
+        self._last_run = (traced, time.perf_counter() - start, traced.phases.take())
+        return outputs
+
     def _run(self, traced: _Traced, flat_args) -> tuple:
         """The flat outputs of one concrete call, its `last_run` recorded (as the fields of a
         `RunStats`, made when `last_run` is read)."""
         if traced.warm is not None:
-            start = time.perf_counter()
-            outputs = traced.warm(flat_args)
-            self._last_run = (self.mode, 0, time.perf_counter() - start, *traced.warm_stats, traced.phases.take(),
-                              traced.output_bytes, 0, None)
-            return outputs
+            return self._run_warm(traced, flat_args)
         counter = _OpCounter()
         sampler = LiveBytesSampler() if self.options.measure_memory else None
         start = time.perf_counter()
