@@ -135,12 +135,10 @@ class CompiledRun:
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
         functions = self.functions
         if not self.arena_bytes:
-            return arena, None, self.interpret_outside(args)
+            return arena, None, self._typed(self.interpret_outside(args))
         functions.arena.bytes, functions.arena.base = arena, base
         interpreter = make_interpreter(self.module, functions)
-        outputs = interpreter.call_op(self.func_name, (arena, *args))
-        if self.out_avals:
-            outputs = tuple(map(with_weak_type, outputs, self.out_avals))
+        outputs = self._typed(interpreter.call_op(self.func_name, (arena, *args)))
         status = (*functions.arena.copied, functions.wrong_rounds)
         if not any(isinstance(s, jax.core.Tracer) for s in status):
             # known as it is traced: a constant output would be a kernel XLA compiles of its own
@@ -154,8 +152,11 @@ class CompiledRun:
         `jax.jit`'s, with none of the orderings a kernel that updates an arena in place needs. Nothing
         is copied and no loop has a ring whose rounds matter, so the status is known."""
         functions = TracedJxFunctions(self.functions.table, self.functions.schedules)
-        outputs = make_interpreter(self.module, functions).call_op(self.func_name, args)
         self._status = (0, 0, 0)
+        return make_interpreter(self.module, functions).call_op(self.func_name, args)
+
+    def _typed(self, outputs: Sequence[Any]) -> Sequence[Any]:
+        """The outputs with the weak types of `out_avals`, as `jax.jit` gives them."""
         return tuple(map(with_weak_type, outputs, self.out_avals)) if self.out_avals else outputs
 
     def build(self, args: Sequence[Any]) -> None:
