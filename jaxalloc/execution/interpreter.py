@@ -4,8 +4,9 @@ xDSL's own region runner keeps every SSA value of a region alive until the regio
 returns; for a memory planner that would be a lie about memory, so blocks are run here
 with an environment that drops each value at its last use (see `analysis.liveness.last_uses`).
 
-Two modes: `JxFunctions` runs on plain jax arrays (eager mode); `ArenaFunctions` runs a
-planned module inside one arena, every planned value at the place its `mem` attributes give.
+Two modes: `JxFunctions` runs on plain jax arrays (eager mode; `TracedJxFunctions` traces it into
+one computation, as the compiled kernel of a plan that places nothing does); `ArenaFunctions` runs
+a planned module inside one arena, every planned value at the place its `mem` attributes give.
 """
 
 from __future__ import annotations
