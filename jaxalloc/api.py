@@ -384,6 +384,11 @@ class _Traced:
                 delete(flat_args[k])
 
 
+def _concrete(x) -> bool:
+    """Whether `x` is a concrete jax array (a PRNG key array too), no tracer."""
+    return isinstance(x, jax.Array) and not isinstance(x, core.Tracer)
+
+
 class _Lowering(NamedTuple):
     """How a traced signature becomes its jx module: converted, then the passes run on it in place."""
 
@@ -617,12 +622,6 @@ def _collector_paused():
         gc.enable()
 
 
-def _concrete(x) -> bool:
-    """Whether `x` is a concrete jax array, no tracer: its type looked at first, a few times quicker
-    than `isinstance` with `jax.Array` (an abstract class)."""
-    return type(x) is ArrayImpl or (isinstance(x, jax.Array) and not isinstance(x, core.Tracer))
-
-
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:
     if isinstance(leaf, jax.ShapeDtypeStruct):
         return leaf
@@ -837,11 +836,14 @@ class Planned:
         `jax.jit`'s does. The key holds
         each array's aval (shape, dtype, weak type and sharding), an attribute the array keeps: a few
         times cheaper than reading the three apart; arrays of another sharding make another key for
-        the same trace (`_traced`)."""
+        the same trace (`_traced`). The avals are read in the pass that tells each leaf a concrete
+        array (a third quicker than two passes); any other leaf (a tracer, a Python scalar, a NumPy
+        array) makes no key."""
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
-        if self.options.static_argnums or self.options.static_argnames or not all(map(_concrete, leaves)):
+        if self.options.static_argnums or self.options.static_argnames:
             return None, leaves
-        return (treedef, tuple(x.aval for x in leaves)), leaves
+        avals = tuple([x.aval for x in leaves if type(x) is ArrayImpl or _concrete(x)])
+        return ((treedef, avals) if len(avals) == len(leaves) else None), leaves
 
     def __call__(self, *args, **kwargs):
         key, flat_args = self._arrays_key(args, kwargs)
