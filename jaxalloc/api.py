@@ -384,11 +384,6 @@ class _Traced:
                 delete(flat_args[k])
 
 
-def _concrete(x) -> bool:
-    """Whether `x` is a concrete jax array (a PRNG key array too), no tracer."""
-    return isinstance(x, jax.Array) and not isinstance(x, core.Tracer)
-
-
 class _Lowering(NamedTuple):
     """How a traced signature becomes its jx module: converted, then the passes run on it in place."""
 
@@ -620,6 +615,11 @@ def _collector_paused():
         yield
     finally:
         gc.enable()
+
+
+def _concrete(x) -> bool:
+    """Whether `x` is a concrete jax array (a PRNG key array too), no tracer."""
+    return isinstance(x, jax.Array) and not isinstance(x, core.Tracer)
 
 
 def _abstract(path, leaf) -> jax.ShapeDtypeStruct:

@@ -135,6 +135,7 @@ class CompiledRun:
         """The module run by the interpreter over the traced arena: the kernel, offsets still constants."""
         functions = self.functions
         if not self.arena_bytes:
+            self._status = (0, 0, 0)  # nothing copied, no ring whose rounds matter
             return arena, None, self._typed(self.interpret_outside(args))
         functions.arena.bytes, functions.arena.base = arena, base
         interpreter = make_interpreter(self.module, functions)
@@ -149,10 +150,8 @@ class CompiledRun:
     def interpret_outside(self, args) -> tuple:
         """The outputs of a plan that puts no value in the arena (every value XLA's: small, a
         product's, an output): the module's ops as they are, which XLA compiles as it does
-        `jax.jit`'s, with none of the orderings a kernel that updates an arena in place needs. Nothing
-        is copied and no loop has a ring whose rounds matter, so the status is known."""
+        `jax.jit`'s, with none of the orderings a kernel that updates an arena in place needs."""
         functions = TracedJxFunctions(self.functions.table, self.functions.schedules)
-        self._status = (0, 0, 0)
         return make_interpreter(self.module, functions).call_op(self.func_name, args)
 
     def _typed(self, outputs: Sequence[Any]) -> Sequence[Any]:
