@@ -48,10 +48,9 @@ def block_liveness(block: Block) -> BlockLiveness:
     for index, op in enumerate(block.ops):
         values.extend(op.results)
         start.extend([index] * len(op.results))
-        for nested in op.walk():
+        for nested in op.walk() if op.regions else (op,):
             for value in nested.operands:
-                if defined_in(value, block):
-                    last[value] = index
+                last[value] = index  # read only for the values of `block`
     end = [max(last.get(v, s), s) + 1 for v, s in zip(values, start)]
     return BlockLiveness(tuple(values), np.array(start, np.int64), np.array(end, np.int64))
 

@@ -16,11 +16,12 @@ hold more than the bound before fusion (in a loop body or a branch, where the lo
 value of one aligned slot: more than the block's own peak), the chain is cut at its last moved link,
 which stays where it is as a fusion of the links before it, so fusion never raises the bound. A cut
 may blame a move that raised nothing (it read a value that lives across a step another move
-raised): once no step rises, each cut is undone where still no step rises (`fuse_block`).
+raised): once no step rises, each cut is undone where still no step rises (`_fusions`).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -153,11 +154,11 @@ class _Lives:
     """Where each value of a block that takes arena memory is read, before fusion and after a choice
     of fusions, and which steps of the block would then hold more bytes than before."""
 
-    def __init__(self, block: Block, budget: int | None, library: bool = False) -> None:
+    def __init__(self, block: Block, library: bool = False) -> None:
         self.block = block
-        self.budget = budget
         self.ops = list(block.ops)
         self.position = {op: i for i, op in enumerate(self.ops)}
+        self.sizes: dict[SSAValue, int] = {}
         self.reads = [
             [v for v in dict.fromkeys(self.storage(v) for inner in op.walk() for v in inner.operands) if v is not None]
             for op in self.ops
@@ -166,14 +167,26 @@ class _Lives:
         self.live = [0] * (len(self.ops) + 1)
         for v, last in self.end.items():
             start = 0 if isinstance(v, BlockArgument) else self.position[v.owner]
-            self.live[start] += _bytes(v)
-            self.live[last + 1] -= _bytes(v)
+            self.live[start] += self.size(v)
+            self.live[last + 1] -= self.size(v)
         self.live = list(accumulate(self.live))
-        self.small_only = budget is OWN_PEAK
-        if self.small_only:
-            self.budget = max(self.live, default=0)
+        self.budget: int | None = None
+        self.small_only = False
         self.library = library
         self.facts = {op: _Facts.of(op, block, library) for op in self.ops}
+
+    def within(self, budget: int | object | None) -> _Lives:
+        """These lives judged against `budget` (`rises`): the analysis is the same for every budget."""
+        lives = copy.copy(self)
+        lives.small_only = budget is OWN_PEAK
+        lives.budget = max(self.live, default=0) if lives.small_only else budget  # type: ignore[assignment]
+        return lives
+
+    def size(self, value: SSAValue) -> int:
+        """`value`'s bytes in aligned slots, found once: `rises` asks again in every round of cuts."""
+        if (size := self.sizes.get(value)) is None:
+            size = self.sizes[value] = _bytes(value)
+        return size
 
     def storage(self, value: SSAValue) -> SSAValue | None:
         """The value of this block whose memory `value` is (through views), or None where it takes no
@@ -206,12 +219,12 @@ class _Lives:
         change = [0] * (n + 1)
         for op in moved:
             result, i = op.results[0], self.position[op]
-            change[i] -= _bytes(result)
-            change[self.end.get(result, i) + 1] += _bytes(result)
+            change[i] -= self.size(result)
+            change[self.end.get(result, i) + 1] += self.size(result)
         for v, last in end.items():
             if last > self.end[v] and v.owner not in moved:
-                change[self.end[v] + 1] += _bytes(v)
-                change[last + 1] -= _bytes(v)
+                change[self.end[v] + 1] += self.size(v)
+                change[last + 1] -= self.size(v)
         rising, above, total = [False] * n, [False] * n, 0  # over the limit; over what it held before
         for i, op in enumerate(self.ops):
             total += change[i]
@@ -223,7 +236,7 @@ class _Lives:
         for op, into in moved.items():
             reach = max(self.position[r] for r in into)
             for v in self.reads[self.position[op]]:
-                before = above_before if self.small_only and _bytes(v) > SLOT else rising_before
+                before = above_before if self.small_only and self.size(v) > SLOT else rising_before
                 if before[reach + 1] > before[self.end[v] + 1]:  # such a step in end[v] + 1 .. reach
                     culprits.add(op)
         return culprits
@@ -296,8 +309,13 @@ def _joined_graph(op: Operation, roots: dict[Operation, set[Operation]], graphs:
     return library_graphs.producer(op) and op not in roots.get(op, {op}) and roots[op] <= graphs
 
 
-def fuse_block(block: Block, budget: int | None = None, library: bool = False, retry: bool = True) -> int:
-    """Fuse the elementwise groups of `block` (not of nested blocks); returns how many it made.
+Fusions = dict[Operation, set[Operation]]
+"""For every fusible op of a block, the roots of the fusions it runs in (itself alone where it stays
+an op of its own)."""
+
+
+def _fusions(lives: _Lives, retry: bool = True) -> Fusions:
+    """The fusions of `lives.block` (not of nested blocks).
 
     A moved op's operands are read where its fusions run, later than before: where that makes a step
     that stays hold more bytes than before any fusion (the bytes of the moved ops' results, no longer
@@ -308,28 +326,32 @@ def fuse_block(block: Block, budget: int | None = None, library: bool = False, r
     `(x - mean) * rsqrt(var)`, whose `mean` lives one step longer while the residual add before it,
     moved into four fusions, fills every step with its operands): with `retry`, once no step rises
     each cut is undone in turn, first cut first, and stays undone where still no step rises."""
-    lives = _Lives(block, budget, library)
     kept: set[Operation] = set()
     cuts: list[Operation] = []
     while culprits := lives.rises(roots := _choose(lives, kept)):
-        new = {_last_moved(op, roots, block) for op in culprits} - kept
+        new = {_last_moved(op, roots, lives.block) for op in culprits} - kept
         kept |= new
         cuts.extend(sorted(new, key=lives.position.__getitem__))
     for op in cuts if retry else ():
         if not lives.rises(trial := _choose(lives, kept - {op})):
             kept.discard(op)
             roots = trial
+    return roots
+
+
+def _make_fusions(ops: list[Operation], roots: Fusions) -> None:
+    """Each group of `roots` of more than one op (of the block whose ops are `ops`, in order) made a
+    `jx.fused` op in place of its root, and the ops moved into fusions erased."""
     groups: dict[Operation, list[Operation]] = {}
-    for op in lives.ops:
+    for op in ops:
         for root in roots.get(op, ()):
             groups.setdefault(root, []).append(op)
-    made = [(root, group) for root, group in groups.items() if len(group) > 1]
-    for root, group in made:
-        _fuse(root, group)
-    for op in reversed(lives.ops):
+    for root, group in groups.items():
+        if len(group) > 1:
+            _fuse(root, group)
+    for op in reversed(ops):
         if op in roots and op not in roots[op]:
             Rewriter.erase_op(op)
-    return len(made)
 
 
 def _last_moved(op: Operation, roots: dict[Operation, set[Operation]], block: Block) -> Operation:
@@ -372,34 +394,59 @@ class FusePass(ModulePass):
         """Of two choices of fusions (of a module with one function), the one whose plan has the lower
         bound, if it is no higher than the bound before: the fusions within that bound, or those that
         leave every step at most as full as before (fewer fusions may plan lower); else the same two
-        choices with no cut undone (`fuse_block`'s `retry`: a block's steps bound its own peak, not
-        what its loop's ring or schedule may cost); else none."""
+        choices with no cut undone (`_fusions`' `retry`: a block's steps bound its own peak, not
+        what its loop's ring or schedule may cost); else none. Each choice is made on `op` and tried
+        on a copy of it; the blocks are analysed once for all of them (`_Choices`)."""
+        choices = _Choices(op, self.library)
         if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
-            fuse_module(op, library=self.library)
+            _make_all(choices.of(None, retry=True))
             return
         before = module_bound(op)
         for retry in (True, False):
-            trials, bounds = {}, {}
-            for budget in (before, None):
-                trials[budget] = op.clone()
-                fuse_module(trials[budget], budget, self.library, retry)
-                bounds[budget] = module_bound(trials[budget])
+            trials = {budget: choices.of(budget, retry) for budget in (before, None)}
+            bounds = {before: module_bound(choices.tried(trials[before]))}
+            same = trials[None] == trials[before]  # no cut either way: one plan
+            bounds[None] = bounds[before] if same else module_bound(choices.tried(trials[None]))
             budget = min(bounds, key=lambda b: bounds[b])  # the first of equals: the bound before
             if bounds[budget] <= before:
-                for inner in list(op.ops):
-                    inner.detach()
-                for inner in list(trials[budget].ops):
-                    inner.detach()
-                    op.body.block.add_op(inner)
+                _make_all(trials[budget])
                 return
 
 
-def fuse_module(module: ModuleOp, budget: int | None = None, library: bool = False, retry: bool = True) -> None:
-    """Fuse in every block, loop bodies and branches included; `budget` bounds the function's own
-    block, and each nested block's own peak the longer lives of its one-slot values (`OWN_PEAK`)."""
-    for inner in module.walk():
-        if isinstance(inner, jx.FusedOp):
-            continue
-        for region in inner.regions:
-            for block in region.blocks:
-                fuse_block(block, budget if isinstance(inner, jx.FuncOp) else OWN_PEAK, library, retry)
+class _Choices:
+    """The fusions of every block of a module (loop bodies and branches included) for a budget of the
+    function's own block; each nested block's own peak bounds the longer lives of its one-slot
+    values (`OWN_PEAK`), whatever the budget, so its fusions are found once."""
+
+    def __init__(self, module: ModuleOp, library: bool = False) -> None:
+        self.module = module
+        self.blocks = [
+            (block, isinstance(inner, jx.FuncOp), _Lives(block, library))
+            for inner in module.walk() if not isinstance(inner, jx.FusedOp)
+            for region in inner.regions for block in region.blocks
+        ]
+        self.nested: dict[tuple[Block, bool], Fusions] = {}
+
+    def of(self, budget: int | None, retry: bool) -> list[tuple[list[Operation], Fusions]]:
+        """Every block's ops and fusions, the function's own block within `budget`."""
+        chosen = []
+        for block, in_function, lives in self.blocks:
+            if in_function:
+                fusions = _fusions(lives.within(budget), retry)
+            elif (fusions := self.nested.get((block, retry))) is None:
+                fusions = self.nested[block, retry] = _fusions(lives.within(OWN_PEAK), retry)
+            chosen.append((lives.ops, fusions))
+        return chosen
+
+    def tried(self, chosen: list[tuple[list[Operation], Fusions]]) -> ModuleOp:
+        """A copy of the module with the fusions `chosen` made."""
+        copied = self.module.clone()
+        same = dict(zip(self.module.walk(), copied.walk()))
+        _make_all([([same[op] for op in ops], {same[op]: {same[r] for r in roots} for op, roots in fusions.items()})
+                   for ops, fusions in chosen])
+        return copied
+
+
+def _make_all(chosen: list[tuple[list[Operation], Fusions]]) -> None:
+    for ops, fusions in chosen:
+        _make_fusions(ops, fusions)
