@@ -130,17 +130,29 @@ class _Facts:
     root: bool
     member: bool
     window_reduction: bool
-    readers: tuple[Operation, ...]
+    readers: tuple[int, ...]
+    """The positions of the ops of the block that read the op's one result."""
     shape: tuple[int, ...] | None
+    hoisted: bool
+    """A primitive whose smaller operand XLA computes on once (`_HOISTED`)."""
+    expensive: bool
+    """A primitive XLA never computes twice (`_EXPENSIVE`)."""
+
+    @property
+    def takes_part(self) -> bool:
+        """Whether the op may be in a fusion at all."""
+        return self.fusible or self.broadcast or self.producer or self.ends
 
     @staticmethod
-    def of(op: Operation, block: Block, library: bool) -> _Facts:
+    def of(op: Operation, block: Block, library: bool, position: dict[Operation, int]) -> _Facts:
         single = len(op.results) == 1 and hasattr(op.results[0].type, "get_shape")
+        primitive = op.primitive.data if isinstance(op, jx.PrimOp) else None
         return _Facts(
             fusible(op), _joins_readers(op), _ends_fusion(op, library),
             library and library_graphs.producer(op), library and library_graphs.root(op),
             library and library_graphs.member(op), library and library_graphs.window_reduction(op),
-            tuple(_readers(op, block)) if len(op.results) == 1 else (), _shape(op) if single else None,
+            tuple(position[r] for r in _readers(op, block)) if len(op.results) == 1 else (),
+            _shape(op) if single else None, primitive in _HOISTED, primitive in _EXPENSIVE,
         )
 
     def reads_elementwise(self, op: _Facts) -> bool:
@@ -157,23 +169,38 @@ class _Lives:
     def __init__(self, block: Block, library: bool = False) -> None:
         self.block = block
         self.ops = list(block.ops)
-        self.position = {op: i for i, op in enumerate(self.ops)}
-        self.sizes: dict[SSAValue, int] = {}
-        self.reads = [
-            [v for v in dict.fromkeys(self.storage(v) for inner in op.walk() for v in inner.operands) if v is not None]
-            for op in self.ops
-        ]
-        self.end = self._ends({})
-        self.live = [0] * (len(self.ops) + 1)
-        for v, last in self.end.items():
-            start = 0 if isinstance(v, BlockArgument) else self.position[v.owner]
-            self.live[start] += self.size(v)
-            self.live[last + 1] -= self.size(v)
-        self.live = list(accumulate(self.live))
+        position = {op: i for i, op in enumerate(self.ops)}
+        # the values read, numbered: `rises` runs in every round of cuts, on numbers alone
+        self.values: list[SSAValue] = []
+        number: dict[SSAValue, int] = {}
+        self.reads: list[list[int]] = []
+        for op in self.ops:
+            read = dict.fromkeys(self.storage(v) for inner in op.walk() for v in inner.operands)
+            read.pop(None, None)
+            for v in read:
+                if v not in number:
+                    number[v] = len(self.values)
+                    self.values.append(v)
+            self.reads.append([number[v] for v in read])
+        self.sizes = [_bytes(v) for v in self.values]
+        self.end = [0] * len(self.values)
+        for i, read in enumerate(self.reads):
+            for v in read:
+                self.end[v] = i
+        self.owner = [-1 if isinstance(v, BlockArgument) else position[v.owner] for v in self.values]
+        # each op's one result, as its fusion no longer plans it: its number, or its bytes and no reader
+        self.result = [number.get(op.results[0]) if len(op.results) == 1 else None for op in self.ops]
+        self.regions = [bool(op.regions) for op in self.ops]
+        live = [0] * (len(self.ops) + 1)
+        for v, last in enumerate(self.end):
+            start = max(self.owner[v], 0)
+            live[start] += self.sizes[v]
+            live[last + 1] -= self.sizes[v]
+        self.live = list(accumulate(live))
         self.budget: int | None = None
         self.small_only = False
         self.library = library
-        self.facts = {op: _Facts.of(op, block, library) for op in self.ops}
+        self.facts = [_Facts.of(op, block, library, position) for op in self.ops]
 
     def within(self, budget: int | object | None) -> _Lives:
         """These lives judged against `budget` (`rises`): the analysis is the same for every budget."""
@@ -181,12 +208,6 @@ class _Lives:
         lives.small_only = budget is OWN_PEAK
         lives.budget = max(self.live, default=0) if lives.small_only else budget  # type: ignore[assignment]
         return lives
-
-    def size(self, value: SSAValue) -> int:
-        """`value`'s bytes in aligned slots, found once: `rises` asks again in every round of cuts."""
-        if (size := self.sizes.get(value)) is None:
-            size = self.sizes[value] = _bytes(value)
-        return size
 
     def storage(self, value: SSAValue) -> SSAValue | None:
         """The value of this block whose memory `value` is (through views), or None where it takes no
@@ -198,47 +219,43 @@ class _Lives:
             return None
         return value
 
-    def _ends(self, moved: dict[Operation, set[Operation]]) -> dict[SSAValue, int]:
-        """The last step reading each value once every op of `moved` runs in the fusions it names."""
-        end: dict[SSAValue, int] = {}
-        for i, op in enumerate(self.ops):
-            last = max(self.position[r] for r in moved[op]) if op in moved else i
-            for v in self.reads[i]:
-                end[v] = max(end.get(v, last), last)
-        return end
-
-    def rises(self, roots: dict[Operation, set[Operation]]) -> set[Operation]:
+    def rises(self, roots: dict[int, set[int]]) -> set[int]:
         """The moved ops (those `roots` places in fusions other than their own) that make a step that
         stays hold more bytes than it may: each reads a value whose life now reaches such a step. A step
         may hold as many bytes as before or, with a `budget`, up to it: the bound of the plan before
         fusion, which counts no more than every value live at a step (a step with regions, whose own
-        peak is not counted here, may hold no more than before)."""
+        peak is not counted here, may hold no more than before). Ops are positions in the block."""
         n = len(self.ops)
-        moved = {op: into for op, into in roots.items() if op not in into}
-        end = self._ends(moved)
+        reach = {i: max(into) for i, into in roots.items() if i not in into}  # where each moved op runs
         change = [0] * (n + 1)
-        for op in moved:
-            result, i = op.results[0], self.position[op]
-            change[i] -= self.size(result)
-            change[self.end.get(result, i) + 1] += self.size(result)
+        for i in reach:
+            v = self.result[i]
+            size = _bytes(self.ops[i].results[0]) if v is None else self.sizes[v]
+            change[i] -= size
+            change[(i if v is None else self.end[v]) + 1] += size
+        end: dict[int, int] = {}  # the values whose lives grow: those moved ops read
+        for i, last in reach.items():
+            for v in self.reads[i]:
+                if last > end.get(v, self.end[v]):
+                    end[v] = last
         for v, last in end.items():
-            if last > self.end[v] and v.owner not in moved:
-                change[self.end[v] + 1] += self.size(v)
-                change[last + 1] -= self.size(v)
+            if self.owner[v] not in reach:
+                change[self.end[v] + 1] += self.sizes[v]
+                change[last + 1] -= self.sizes[v]
         rising, above, total = [False] * n, [False] * n, 0  # over the limit; over what it held before
-        for i, op in enumerate(self.ops):
+        for i in range(n):
             total += change[i]
-            limit = 0 if self.budget is None or op.regions else self.budget - self.live[i]
-            rising[i] = total > limit and op not in moved
-            above[i] = total > 0 and op not in moved
+            limit = 0 if self.budget is None or self.regions[i] else self.budget - self.live[i]
+            rising[i] = total > limit and i not in reach
+            above[i] = total > 0 and i not in reach
         rising_before, above_before = list(accumulate(rising, initial=0)), list(accumulate(above, initial=0))
         culprits = set()
-        for op, into in moved.items():
-            reach = max(self.position[r] for r in into)
-            for v in self.reads[self.position[op]]:
-                before = above_before if self.small_only and self.size(v) > SLOT else rising_before
-                if before[reach + 1] > before[self.end[v] + 1]:  # such a step in end[v] + 1 .. reach
-                    culprits.add(op)
+        for i, last in reach.items():
+            for v in self.reads[i]:
+                before = above_before if self.small_only and self.sizes[v] > SLOT else rising_before
+                if before[last + 1] > before[self.end[v] + 1]:  # such a step in end[v] + 1 .. last
+                    culprits.add(i)
+                    break
         return culprits
 
 
@@ -254,7 +271,7 @@ def _bytes(value: SSAValue, alignment: int = SLOT) -> int:
     return -(-byte_size(value.type) // alignment) * alignment
 
 
-def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operation]]:
+def _choose(lives: _Lives, kept: set[int]) -> dict[int, set[int]]:
     """For every fusible op of the block, the fusions it runs in (itself alone where it stays an op of
     its own). Ops are taken last to first, so that the fusions of each reader are known: an op joins
     those of its readers if every reader is a fusible op of its shape in this block or a reduction of
@@ -264,33 +281,33 @@ def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operatio
     window reduction or a reduction, every other member an op the library computes; the (window)
     reduction that such a convolution alone reads joins it too, with what feeds it."""
     facts = lives.facts
-    roots: dict[Operation, set[Operation]] = {}
-    duplicated: dict[Operation, int] = {}
-    graphs: set[Operation] = set()  # roots of the library graphs whose members so far the library computes
-    for op in reversed(lives.ops):
-        mine = facts[op]
-        if not mine.fusible and not mine.broadcast and not mine.producer and not mine.ends:
+    roots: dict[int, set[int]] = {}
+    duplicated: dict[int, int] = {}
+    graphs: set[int] = set()  # roots of the library graphs whose members so far the library computes
+    for i in range(len(facts) - 1, -1, -1):
+        mine = facts[i]
+        if not mine.takes_part:
             continue
-        roots[op] = {op}
+        roots[i] = {i}
         readers = mine.readers
         if mine.ends:
             if mine.root:
-                graphs.add(op)
+                graphs.add(i)
                 # the graph grows on up through the convolution it feeds, if that joined a graph
-                if op not in kept and len(readers) == 1 and _joined_graph(readers[0], roots, graphs):
-                    roots[op], duplicated[op] = roots[readers[0]], 0
-                    graphs.discard(op)
+                if i not in kept and len(readers) == 1 and _joined_graph(readers[0], facts, roots, graphs):
+                    roots[i], duplicated[i] = roots[readers[0]], 0
+                    graphs.discard(i)
             continue
         # only into readers of its shape (or reductions of it): XLA computes an expression of smaller
         # operands once, before the loop over elements, in memory of its own that no plan would see
-        if op in kept or not readers or not all(r in roots and facts[r].reads_elementwise(mine) for r in readers):
+        if i in kept or not readers or not all(r in roots and facts[r].reads_elementwise(mine) for r in readers):
             continue
-        if mine.broadcast and any(r.primitive.data in _HOISTED or facts[r].broadcast for r in readers):
+        if mine.broadcast and any(facts[r].hoisted or facts[r].broadcast for r in readers):
             continue
         into = set().union(*(roots[r] for r in readers))
         if mine.producer:
             if len(into) == 1 and into <= graphs:
-                roots[op], duplicated[op] = into, 0
+                roots[i], duplicated[i] = into, 0
             continue
         if lives.library and not mine.member:
             # outside what the library computes: a window reduction reads it from a buffer of XLA's
@@ -298,15 +315,15 @@ def _choose(lives: _Lives, kept: set[Operation]) -> dict[Operation, set[Operatio
                 continue
             graphs -= into
         chain = 1 + max(duplicated.get(r, 0) for r in readers) if len(into) > 1 else 0
-        if chain > MAX_DUPLICATED or chain and op.primitive.data in _EXPENSIVE:
+        if chain > MAX_DUPLICATED or chain and mine.expensive:
             continue
-        roots[op], duplicated[op] = into, chain
+        roots[i], duplicated[i] = into, chain
     return roots
 
 
-def _joined_graph(op: Operation, roots: dict[Operation, set[Operation]], graphs: set[Operation]) -> bool:
-    """Whether `op` is a convolution that joined a library graph, one of `graphs`."""
-    return library_graphs.producer(op) and op not in roots.get(op, {op}) and roots[op] <= graphs
+def _joined_graph(i: int, facts: list[_Facts], roots: dict[int, set[int]], graphs: set[int]) -> bool:
+    """Whether op `i` is a convolution that joined a library graph, one of `graphs`."""
+    return facts[i].producer and i not in roots.get(i, {i}) and roots[i] <= graphs
 
 
 Fusions = dict[Operation, set[Operation]]
@@ -326,17 +343,18 @@ def _fusions(lives: _Lives, retry: bool = True) -> Fusions:
     `(x - mean) * rsqrt(var)`, whose `mean` lives one step longer while the residual add before it,
     moved into four fusions, fills every step with its operands): with `retry`, once no step rises
     each cut is undone in turn, first cut first, and stays undone where still no step rises."""
-    kept: set[Operation] = set()
-    cuts: list[Operation] = []
+    kept: set[int] = set()
+    cuts: list[int] = []
     while culprits := lives.rises(roots := _choose(lives, kept)):
-        new = {_last_moved(op, roots, lives.block) for op in culprits} - kept
+        new = {_last_moved(i, roots, lives.facts) for i in culprits} - kept
         kept |= new
-        cuts.extend(sorted(new, key=lives.position.__getitem__))
-    for op in cuts if retry else ():
-        if not lives.rises(trial := _choose(lives, kept - {op})):
-            kept.discard(op)
+        cuts.extend(sorted(new))
+    for i in cuts if retry else ():
+        if not lives.rises(trial := _choose(lives, kept - {i})):
+            kept.discard(i)
             roots = trial
-    return roots
+    ops = lives.ops
+    return {ops[i]: {ops[r] for r in into} for i, into in roots.items()}
 
 
 def _make_fusions(ops: list[Operation], roots: Fusions) -> None:
@@ -354,12 +372,12 @@ def _make_fusions(ops: list[Operation], roots: Fusions) -> None:
             Rewriter.erase_op(op)
 
 
-def _last_moved(op: Operation, roots: dict[Operation, set[Operation]], block: Block) -> Operation:
-    """The moved op that `op`'s result reaches its fusion through: following readers that move too,
+def _last_moved(i: int, roots: dict[int, set[int]], facts: list[_Facts]) -> int:
+    """The moved op that op `i`'s result reaches its fusion through: following readers that move too,
     the last one, read by the fusion's root."""
-    while moving := [r for r in _readers(op, block) if r in roots and r not in roots[r]]:
-        op = moving[0]
-    return op
+    while moving := [r for r in facts[i].readers if r in roots and r not in roots[r]]:
+        i = moving[0]
+    return i
 
 
 def _fuse(root: Operation, group: list[Operation]) -> None:
