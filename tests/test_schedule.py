@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxalloc
+from jaxalloc.passes import schedule as scheduling
 from jaxalloc.passes.schedule import ORDERS, module_bound, schedule
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
 from jaxalloc.testing.differential import AS_TRACED, check_program, check_random_program
@@ -88,3 +89,22 @@ def test_the_bound_needs_no_addresses(name):
     program = next(p for p in CORPUS if p.name == name)
     module = jaxalloc.planned(program.fn).lower(*program.make_args())
     assert module_bound(module) == module_bound(module, allocator="greedy-size") > 0
+
+
+def test_a_large_module_gets_fewer_trials(monkeypatch):
+    """The block-by-block search plans at most `SEARCH_OPS` ops in all: a module of that many ops
+    gets one trial, of more none; the orders of every block applied whole are planned still."""
+    program = next(p for p in CORPUS if p.name == "grad_through_scan")
+    module = jaxalloc.planned(program.fn, passes=AS_TRACED).lower(*program.make_args())
+    ops = sum(1 for _ in module.walk())
+    plans = []
+    bound = scheduling.module_bound
+    monkeypatch.setattr(scheduling, "module_bound", lambda *a, **k: plans.append(1) or bound(*a, **k))
+    found = {}
+    for search in (10**9, ops, ops - 1):
+        monkeypatch.setattr(scheduling, "SEARCH_OPS", search)
+        plans.clear()
+        found[search] = schedule(module.clone())["best"], len(plans)
+    whole = len(ORDERS)
+    assert found[10**9][1] > whole + 1 and found[ops][1] == whole + 1 and found[ops - 1][1] == whole
+    assert found[10**9][0] == found[ops][0] == found[ops - 1][0]
