@@ -2,8 +2,9 @@
 
 The host platform's device count is fixed when JAX starts, so the checks run in a process of their
 own (`XLA_FLAGS=--xla_force_host_platform_device_count=8`): a model sharded over its batch, whose
-gradient by replicated weights needs the `psum` of every shard's, and corpus programs replicated on
-every device, each against `shard_map` of the function itself, under `jax.jit` and `jax.grad`.
+gradient by replicated weights needs the `psum` of every shard's (compiled; checked, the model
+alone), and corpus programs replicated on every device, each against `shard_map` of the function
+itself, under `jax.jit` and `jax.grad`.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ SCRIPT = textwrap.dedent('''
         ours = sharded(jaxalloc.planned(model, mode=mode), (P("x"), P()), P("x"))
         theirs = sharded(model, (P("x"), P()), P("x"))
         assert_same(jax.jit(ours)(x, w), jax.jit(theirs)(x, w))
-        loss = lambda f: (lambda w: f(x, w).sum())
-        assert_same(jax.jit(jax.grad(loss(ours)))(w), jax.jit(jax.grad(loss(theirs)))(w), {"rtol": 1e-5, "atol": 1e-6})
+        if mode == "compiled":  # an op-by-op mode is a host callback on each device (README, limits)
+            loss = lambda f: (lambda w: f(x, w).sum())
+            assert_same(jax.jit(jax.grad(loss(ours)))(w), jax.jit(jax.grad(loss(theirs)))(w), {"rtol": 1e-5, "atol": 1e-6})
 
     with jax.set_mesh(mesh):
         for name in ("mlp_train_step", "scan_rnn", "cond_bool", "pytrees"):
@@ -54,9 +56,7 @@ SCRIPT = textwrap.dedent('''
 
 def test_planned_functions_in_shard_map_equal_the_function_s_own():
     tests = Path(__file__).parent
-    # a device thread of eight on a busy 2-core machine may reach a collective late: wait for it
-    flags = "--xla_force_host_platform_device_count=8 --xla_cpu_collective_call_terminate_timeout_seconds=300"
-    env = dict(os.environ, XLA_FLAGS=flags, PYTHONPATH=str(tests),
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8", PYTHONPATH=str(tests),
                JAX_PLATFORMS="cpu")
     done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "shard_map ok" in done.stdout, done.stderr[-3000:]
