@@ -27,6 +27,7 @@ from jaxalloc.frontend.types import byte_size
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
 from jaxalloc.testing.differential import assert_same, check_program, check_random_program
 from jaxalloc.testing.random_programs import random_program
+from test_corpus import _jaxpr_primitives
 
 RANDOM_SEEDS = (*range(12), 351, 814, 1158)
 """Random programs checked compiled here; `benchmarks/soak.py --mode compiled` runs many more. Seeds
@@ -709,18 +710,6 @@ def test_a_loop_that_runs_more_rounds_than_it_says_at_most_fails_the_call(monkey
         planned(jnp.ones(32))
 
 
-def _primitives(jaxpr) -> set[str]:
-    """The primitives of a jaxpr and of every jaxpr its equations hold."""
-    names = set()
-    for eqn in jaxpr.eqns:
-        names.add(eqn.primitive.name)
-        for param in eqn.params.values():
-            for inner in param if isinstance(param, tuple | list) else (param,):
-                if isinstance(inner, jax.extend.core.ClosedJaxpr | jax.extend.core.Jaxpr):
-                    names |= _primitives(getattr(inner, "jaxpr", inner))
-    return names
-
-
 def test_a_plan_that_places_nothing_runs_the_program_s_own_ops():
     """Every value small: the plan's arena is empty, and the kernel is the module's ops, its loop a
     `while` and its branch a `cond`, with no read or write of an arena and its status known."""
@@ -731,9 +720,9 @@ def test_a_plan_that_places_nothing_runs_the_program_s_own_ops():
     arena_ops = {"dynamic_slice", "dynamic_update_slice", "bitcast_convert_type"}  # its reads and writes
     kernel = _kernel(check_program(f, jnp.linspace(-1.0, 1.0, 4), mode="compiled"))
     assert kernel.arena_bytes == 0 and kernel._status == (0, 0, 0)
-    assert {"while", "cond"} <= _primitives(kernel.jaxpr.jaxpr) and not _primitives(kernel.jaxpr.jaxpr) & arena_ops
+    assert {"while", "cond"} <= _jaxpr_primitives(kernel.jaxpr.jaxpr) and not _jaxpr_primitives(kernel.jaxpr.jaxpr) & arena_ops
     kernel = _kernel(check_program(f, jnp.linspace(-1.0, 1.0, 32), mode="compiled"))  # values of 128 bytes
-    assert kernel.arena_bytes > 0 and _primitives(kernel.jaxpr.jaxpr) & arena_ops
+    assert kernel.arena_bytes > 0 and _jaxpr_primitives(kernel.jaxpr.jaxpr) & arena_ops
 
 
 def _halving(x):

@@ -27,6 +27,14 @@ def defined_in(value: SSAValue, block: Block) -> bool:
     return value.owner.parent_block() is block
 
 
+def op_of(op: Operation, block: Block) -> Operation | None:
+    """The op of `block` that `op` is or lies in (None where it lies outside `block`): a use inside a
+    nested region is a use by the region op that holds it."""
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    return op
+
+
 @dataclass(frozen=True)
 class BlockLiveness:
     """The lifetimes of a block's values: its arguments, then every op result in order."""

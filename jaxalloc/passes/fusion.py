@@ -36,7 +36,7 @@ from jaxalloc.frontend.types import byte_size
 from jaxalloc.passes import library_graphs
 from jaxalloc.passes.schedule import module_bound
 from jaxalloc.analysis.inplace import ELEMENTWISE, viewed
-from jaxalloc.analysis.liveness import defined_in
+from jaxalloc.analysis.liveness import defined_in, op_of
 
 
 def fusible(op: Operation) -> bool:
@@ -86,13 +86,7 @@ _HOISTED = frozenset({"div", "rem", "pow", "atan2"})
 def _readers(op: Operation, block: Block) -> list[Operation]:
     """The ops of `block` that read `op`'s result (a read inside a nested region counts as a read by
     the region op), once each."""
-    readers: dict[Operation, None] = {}
-    for use in op.results[0].uses:
-        user = use.operation
-        while user is not None and user.parent_block() is not block:
-            user = user.parent_op()
-        readers.setdefault(user, None)
-    return list(readers)
+    return list(dict.fromkeys(op_of(use.operation, block) for use in op.results[0].uses))
 
 
 _EXPENSIVE = frozenset(

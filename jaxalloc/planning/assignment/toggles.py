@@ -3,9 +3,10 @@ slots a ring needs where the next value may be computed where the current one li
 
 from __future__ import annotations
 
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, SSAValue
 
 from jaxalloc.analysis.inplace import in_place_candidates
+from jaxalloc.analysis.liveness import op_of
 from jaxalloc.dialects import jx
 from jaxalloc.planning.assignment.model import BlockPlan
 from jaxalloc.planning.assignment.views import view_sources
@@ -137,7 +138,7 @@ def written_after_reads(block: Block, plan: BlockPlan, x: SSAValue, result: SSAV
                         if any(op.branches[b].block.last_op.operands[k] in of_x for b in plan.phis[op][k]))
         of_x.update(r for r in op.results if any(v in of_x for v in plan.may_be.get(r, ())))
     position = {op: i for i, op in enumerate(ops)}
-    reads = [i for i in (position.get(_op_of(use.operation, block)) for v in of_x for use in v.uses) if i is not None]
+    reads = [i for i in (position.get(op_of(use.operation, block)) for v in of_x for use in v.uses) if i is not None]
     written = [plan.lifetimes[v][0] for v, parent in plan.placed_in.items() if parent is result]
     if not reads or not written or max(reads) < min(written):
         return True
@@ -148,13 +149,6 @@ def written_after_reads(block: Block, plan: BlockPlan, x: SSAValue, result: SSAV
         return ring_starts_in(last, of_x, plan, result)
     candidates = in_place_candidates(last)
     return not last.regions and bool(candidates) and all(p in candidates for p, v in enumerate(last.operands) if v in of_x)
-
-
-def _op_of(user: Operation, block: Block) -> Operation | None:
-    """The op of `block` that `user` is or lies in, if any: a use's reader as `block` sees it."""
-    while user is not None and user.parent_block() is not block:
-        user = user.parent_op()
-    return user
 
 
 def ring_starts_in(loop: jx.WhileOp, of_x: set, plan: BlockPlan, result: SSAValue) -> bool:
