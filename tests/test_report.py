@@ -172,12 +172,12 @@ def test_report_has_onnc_figures(plan):
 
 
 def test_short_plans_read_well():
-    one = jaxalloc.planned(lambda x: jnp.sin(x).sum(), passes=AS_TRACED).plan(jnp.ones(32))
+    one = jaxalloc.planned(lambda x: jnp.sin(x).sum(), passes=AS_TRACED).plan(jnp.ones(64))
     text = one.report()
     assert "1 buffer on a 2-step schedule" in text and "1 buffer live:" in text
     assert text.count("defined by") == 1 and text.endswith("largest buffers: those above (every buffer is live at max-live)")
     assert str(one) == (
-        "<lambda> (nnc, 64 B alignment): arena 128 B for 1 buffer, lower bound 128 B, total 128 B "
+        "<lambda> (nnc, 64 B alignment): arena 256 B for 1 buffer, lower bound 256 B, total 256 B "
         "(plan.report() for details, plan.module for the planned IR)"
     )
     assert "jx.func" not in repr(one)

@@ -503,7 +503,7 @@ def _computed_outside(value: SSAValue) -> bool:
 XLA_PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
 """Primitives XLA computes only on buffers of its own: a plan may leave their values to XLA."""
 
-XLA_SMALL_BYTES = 64
+XLA_SMALL_BYTES = 128
 """A value of at most this many bytes may lie in a buffer of XLA's own, anywhere: XLA keeps a
 scalar or a short vector in registers or words of its own, fused into the ops that read it."""
 

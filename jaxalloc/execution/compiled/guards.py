@@ -186,7 +186,7 @@ SMALL_LOOP_BYTES = 3 * 1024
 compiled into one kernel on the CPU: XLA's CPU runtime runs each op of a loop's body as a kernel of
 its own, and in the arena an op is two or three kernels (its read, its compute, its write). XLA
 does the same for `jax.jit`'s loops of at most 1 KiB by its own count, which the arena's reads and
-writes of the same values exceed. Past a few KiB, with the values of at most 64 bytes outside the
+writes of the same values exceed. Past a few KiB, with the small values outside the
 arena (`small_values`), XLA runs a loop faster as its own kernels: a warm call of a diffrax solve
 of the benchmarks (2,164 bytes a round) took 1.77 ms as one kernel and 2.81 ms as its ops' kernels,
 the library corpus's neural ODE (3,301 bytes) 55 and 30 us, its equinox GRU scan (3,453 bytes) 31

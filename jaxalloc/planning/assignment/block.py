@@ -40,7 +40,7 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     options = Options(allocator, alignment, include_outputs, followed_rings, nested_toggles, kept_loans, pools, products_outside,
                       small_outside)
     block = func.body.block
-    inside = {block.args[i] for i in donated}
+    inside = {block.args[i] for i in donated if not (small_outside and is_small(block.args[i]))}
     outside = set(block.args) - inside
     if not include_outputs:
         outside.update(block.last_op.operands)

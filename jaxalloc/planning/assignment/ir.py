@@ -68,9 +68,11 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
     return found
 
 
-SMALL_BYTES = 64
-"""A value of at most this many bytes, one slot of the default alignment, is small to the plan
-(`small_values`): a scalar, or a vector of up to 16 floats."""
+SMALL_BYTES = 128
+"""A value of at most this many bytes is small to the plan (`small_values`): a scalar, or a vector
+of up to 32 floats, which XLA keeps in a few vector registers. Values of 65 to 128 bytes in the
+arena made the diffrax gradient's arena 896 bytes, past the 512 bytes under which XLA's CPU runtime
+runs a sequence of kernels one after another (docs/design/compiled.md)."""
 
 
 def is_small(value: SSAValue) -> bool:
