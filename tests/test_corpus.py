@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 from jax._src import core
 from xdsl.dialects.builtin import TensorType
 
@@ -142,6 +144,22 @@ def test_switch_becomes_case_with_every_branch():
     (case,) = _ops(module, jx.CaseOp)
     assert len(case.branches) == 4
     assert "cond" not in _prims(module)
+
+
+def test_a_platform_dependent_cond_becomes_the_branch_of_the_default_backend():
+    """`lax.platform_dependent` (`jnp.diagonal`'s mask for Pallas on TPUs, its gather elsewhere): the
+    branch jit's lowering picks is inlined, and what only another branch reads is dead."""
+    def on_this_platform(x):
+        return lax.platform_dependent(x, cpu=jnp.sin, cuda=jnp.cos, rocm=jnp.cos, default=jnp.tanh) * 2.0
+
+    x = jnp.linspace(-1.0, 1.0, 64)
+    module = jaxalloc.planned(on_this_platform).lower(x)
+    assert not _ops(module, jx.CaseOp) and "platform_index" not in _prims(module)
+    expected = {"cpu": "sin", "cuda": "cos", "rocm": "cos"}.get(jax.extend.backend.get_backend().platform, "tanh")
+    assert expected in _prims(module)
+    check_program(on_this_platform, x)
+    module = jaxalloc.planned(lambda a: jnp.diagonal(a) * 2.0).lower(jnp.ones((8, 8)))
+    assert not _ops(module, jx.CaseOp) and "gather" in _prims(module) and "eq" not in _prims(module)  # no mask
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])

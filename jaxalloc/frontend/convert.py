@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -266,6 +267,9 @@ class _Converter:
 
     def cond(self, block: Block, eqn: core.JaxprEqn, args: list[SSAValue]) -> Sequence[SSAValue]:
         index, operands = args[0], args[1:]
+        chosen = _platform_branch(eqn.params.get("branches_platforms"))
+        if chosen is not None:  # `lax.platform_dependent`: the branch jit's lowering would pick
+            return self.inline_call(block, eqn.params["branches"][chosen], operands)
         types = [tensor_type(v.aval) for v in eqn.outvars]
         branches = [
             self.region([], functools.partial(self.inline_call, callee=branch, args=operands))
@@ -274,6 +278,19 @@ class _Converter:
         op = jx.CaseOp(index, types, branches)
         Builder(InsertPoint.at_end(block)).insert(op)
         return op.results
+
+
+def _platform_branch(platforms: Sequence[Sequence[str] | None] | None) -> int | None:
+    """The branch of a platform-dependent conditional that runs on the default backend: the first that
+    names its platform, else the first for any platform, as `jax.jit` lowers one (None: not such a
+    conditional, or none of its branches runs there). Every branch computes the same values, so
+    only that one is planned (a `jnp.diagonal`'s branch for Pallas on TPUs took a slot of the arena
+    for a mask of the whole matrix)."""
+    if platforms is None:
+        return None
+    platform = jax.extend.backend.get_backend().platform
+    named = [k for k, names in enumerate(platforms) if names is not None and platform in names]
+    return next(iter(named or [k for k, names in enumerate(platforms) if names is None]), None)
 
 
 def _handed_back(op: jx.WhileOp) -> list[SSAValue]:
