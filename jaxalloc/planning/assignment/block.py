@@ -31,6 +31,7 @@ def plan_function(func: jx.FuncOp, allocator: str | None = "nnc", alignment: int
     The arguments at `donated` (as `jax.jit`'s donation) are buffers of the arena, live from the start
     to their last use and written there when the function is called: later values and outputs
     may take their bytes, an elementwise op or update computed in place into one where it dies.
+    With `small_outside`, a small one stays outside with the small values its loops carry it as.
 
     `products_outside`: the values that a matrix product or a convolution reads or computes
     (`PRODUCTS`) stay outside the arena, in buffers of XLA's own: XLA computes such an op only on
