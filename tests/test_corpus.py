@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -155,9 +154,8 @@ def test_a_platform_dependent_cond_becomes_the_branch_of_the_default_backend():
     x = jnp.linspace(-1.0, 1.0, 64)
     module = jaxalloc.planned(on_this_platform).lower(x)
     assert not _ops(module, jx.CaseOp) and "platform_index" not in _prims(module)
-    expected = {"cpu": "sin", "cuda": "cos", "rocm": "cos"}.get(jax.extend.backend.get_backend().platform, "tanh")
-    assert expected in _prims(module)
-    check_program(on_this_platform, x)
+    assert len({"sin", "cos", "tanh"} & set(_prims(module))) == 1
+    check_program(on_this_platform, x)  # the branch jit runs
     module = jaxalloc.planned(lambda a: jnp.diagonal(a) * 2.0).lower(jnp.ones((8, 8)))
     assert not _ops(module, jx.CaseOp) and "gather" in _prims(module) and "eq" not in _prims(module)  # no mask
 

@@ -288,7 +288,8 @@ def _platform_branch(platforms: Sequence[Sequence[str] | None] | None) -> int | 
     for a mask of the whole matrix)."""
     if platforms is None:
         return None
-    platform = jax.extend.backend.get_backend().platform
+    backend = jax.extend.backend.get_backend()
+    platform = getattr(backend, "_raw_platform", backend.platform)  # what jit lowers for ("cuda", not "gpu")
     named = [k for k, names in enumerate(platforms) if names is not None and platform in names]
     return next(iter(named or [k for k, names in enumerate(platforms) if names is None]), None)
 
