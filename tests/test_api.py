@@ -159,7 +159,7 @@ def test_a_first_call_says_where_its_time_went():
     """`last_run.phases`: the first call's trace, conversion, passes, plan and, compiled, the kernel's
     trace, lowering and XLA compile, together its whole time; a later call did none of it. Work
     that `.lower()` did before the first call is reported by that call."""
-    x = jnp.arange(64.0)
+    x = jnp.arange(256.0)
     f = jaxalloc.planned(lambda x: jnp.sin(x) * jnp.cos(x) + 1.0, mode="compiled")
     start = time.perf_counter()
     f(x)

@@ -297,7 +297,7 @@ def _toggling_in_a_case_of_a_loop(rounds: str):
     return fn
 
 
-_TOGGLING_ARGS = (jnp.arange(64.0), jnp.array([True, True, False, True]), jnp.int32(2))
+_TOGGLING_ARGS = (jnp.arange(256.0), jnp.array([True, True, False, True]), jnp.int32(2))
 """Arguments of `_toggling_in_a_case_of_a_loop`'s program on which the inner loop runs."""
 
 
@@ -938,9 +938,9 @@ def test_a_plan_with_followed_rings_the_checker_gives_up_on_is_left_for_the_plan
     """Over its budget the checker neither accepts nor refuses a plan (`OverBudget`); `assign` then
     keeps the plan with inner rings in lone positions' next views alone, which copies and runs right."""
     monkeypatch.setattr(replanning, "FOLLOWED_RINGS_BUDGET", -(10**9))
-    args = (jnp.arange(64.0).reshape(4, 16),)
+    args = (jnp.arange(256.0).reshape(4, 64),)
     planned = check_program(_rotating_with_an_inner_ring, *args, mode="checked")
-    assert planned.last_run.copied_bytes == 3 * 256
+    assert planned.last_run.copied_bytes == 3 * 1024
     inside = planned.plan(*args, include_outputs=True)
     assert len(inside.check().copies) == 3
     func = next(iter(inside.module.ops))
@@ -1046,7 +1046,7 @@ def _keeping_a_lent_value(x, flags):
     return lax.scan(body, (x, x * 2.0), flags)[0]
 
 
-_KEEPING_ARGS = (jnp.arange(64.0), jnp.array([True, False, False, True, True, False]))
+_KEEPING_ARGS = (jnp.arange(256.0), jnp.array([True, False, False, True, True, False]))
 
 
 @pytest.mark.parametrize("mode", ["checked", "compiled"])

@@ -29,7 +29,7 @@ def rnn(h, ws):
 
 
 def rnn_args(rows: int = 8):
-    return jnp.ones((rows, 16)), jnp.ones((4, 16, 16)) / 16
+    return jnp.ones((rows, 32)), jnp.ones((4, 32, 32)) / 32
 
 
 def assert_same(outputs, expected) -> None:
@@ -62,7 +62,7 @@ def test_a_second_plan_costs_nothing(monkeypatch):
     assert len(made) == 1 and second.module is first.module
     f(*rnn_args())  # the call runs the same plan: planned again for nothing
     assert len(made) == 1
-    f.plan(*rnn_args(rows=4))  # another signature: a plan of its own
+    f.plan(*rnn_args(rows=16))  # another signature: a plan of its own
     assert len(made) == 2
 
 
@@ -138,7 +138,7 @@ def test_an_entry_of_another_format_is_not_read(cache_dir, monkeypatch):
 def test_a_changed_option_or_shape_is_another_entry(cache_dir):
     jaxalloc.planned(rnn)(*rnn_args())
     for f, args in ((jaxalloc.planned(rnn, alignment=128), rnn_args()), (jaxalloc.planned(rnn, passes=("jx-dce",)), rnn_args()),
-                    (jaxalloc.planned(rnn, keep_arena=True), rnn_args()), (jaxalloc.planned(rnn), rnn_args(rows=4))):
+                    (jaxalloc.planned(rnn, keep_arena=True), rnn_args()), (jaxalloc.planned(rnn), rnn_args(rows=16))):
         assert_same(f(*args), jax.jit(rnn)(*args))
         assert "plan" in f.last_run.phases and "cache store" in f.last_run.phases
     assert len(entries(cache_dir)) == 5
@@ -232,7 +232,7 @@ def rnn(h, ws):
     return jax.lax.scan(lambda h, w: (jnp.tanh(h @ w), h.sum()), h, ws)
 
 f = jaxalloc.planned(rnn)
-out = f(jnp.ones((8, 16)), jnp.ones((4, 16, 16)) / 16)
+out = f(jnp.ones((8, 32)), jnp.ones((4, 32, 32)) / 32)
 print(json.dumps({"phases": sorted(f.last_run.phases), "out": [x.tolist() for x in jax.tree.leaves(out)]}))
 """
 

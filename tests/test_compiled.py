@@ -406,7 +406,7 @@ def _layers(w, x):
 def test_the_kernel_takes_its_offsets_as_arguments():
     """XLA compiles each distinct fusion once; a read or a write with its offset a constant inside it
     is distinct from all others, so the kernel's top-level reads and writes take theirs as arguments."""
-    w, x = jnp.eye(64) * 0.5, jnp.ones((32, 64))
+    w, x = jnp.eye(256) * 0.5, jnp.ones((32, 256))
     planned = check_program(_layers, w, x, mode="compiled")
     kernel = _kernel(planned)
     jaxpr = kernel.jaxpr.jaxpr
@@ -639,7 +639,7 @@ def test_scalars_are_xla_s_and_the_arena_holds_the_rest():
     """The kernel's plan leaves every small value to XLA (`small_outside`): the loop carries time, step
     size, counter and flag in XLA's loop state, as jit does, and only the vector in the arena, where
     each scalar read and write was a kernel of its own."""
-    y, dt = jnp.linspace(-1.0, 1.0, 64), jnp.float32(0.1)
+    y, dt = jnp.linspace(-1.0, 1.0, 256), jnp.float32(0.1)
     planned = check_program(_adaptive_steps, y, dt, mode="compiled")
     assert "small values" in planned.plan(y, dt).report()
     module = planned.plan(y, dt).module
@@ -697,7 +697,7 @@ def test_a_loop_whose_condition_disagrees_with_its_rounds_fails_the_call(monkeyp
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (counted(eqn, most_of)[0] + wrong, None))
     planned = jaxalloc.planned(_power_iteration, mode="compiled")
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
-        planned(jnp.eye(64) * 2.0, jnp.linspace(-1.0, 1.0, 64))
+        planned(jnp.eye(256) * 2.0, jnp.linspace(-1.0, 1.0, 256))
 
 
 @pytest.mark.parametrize("mode", ["compiled", "checked"])
@@ -707,7 +707,7 @@ def test_a_loop_that_runs_more_rounds_than_it_says_at_most_fails_the_call(monkey
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (None, 2))
     planned = jaxalloc.planned(_halving, mode=mode)
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
-        planned(jnp.ones(64))
+        planned(jnp.ones(256))
 
 
 def test_a_plan_that_places_nothing_runs_the_program_s_own_ops():
@@ -721,7 +721,7 @@ def test_a_plan_that_places_nothing_runs_the_program_s_own_ops():
     kernel = _kernel(check_program(f, jnp.linspace(-1.0, 1.0, 4), mode="compiled"))
     assert kernel.arena_bytes == 0 and kernel._status == (0, 0, 0)
     assert {"while", "cond"} <= _jaxpr_primitives(kernel.jaxpr.jaxpr) and not _jaxpr_primitives(kernel.jaxpr.jaxpr) & arena_ops
-    kernel = _kernel(check_program(f, jnp.linspace(-1.0, 1.0, 64), mode="compiled"))  # values of 256 bytes
+    kernel = _kernel(check_program(f, jnp.linspace(-1.0, 1.0, 256), mode="compiled"))  # values of 1 KiB
     assert kernel.arena_bytes > 0 and _jaxpr_primitives(kernel.jaxpr.jaxpr) & arena_ops
 
 
@@ -733,7 +733,7 @@ def _halving(x):
 
 
 def _sorting(x):
-    return lax.fori_loop(0, 3, lambda _, x: jnp.sort(x * -1.5) + 0.25, x)
+    return lax.fori_loop(0, 3, lambda _, x: jnp.sort(x * -1.5), x)
 
 
 @cpu_only
@@ -742,10 +742,10 @@ def test_a_loop_xla_cannot_make_one_kernel_runs_as_its_ops_kernels(monkeypatch):
     runs, with `OUTSIDE_ONE_KERNEL` emptied), the kernel is compiled again, every loop as its ops'
     kernels."""
     monkeypatch.setattr(guards, "OUTSIDE_ONE_KERNEL", frozenset())
-    planned = check_program(_sorting, jnp.linspace(-1.0, 1.0, 64), mode="compiled")
+    planned = check_program(_sorting, jnp.linspace(-1.0, 1.0, 160), mode="compiled")  # a round of 2.5 KiB
     kernel = _kernel(planned)
     assert not kernel.functions.small_loops
-    assert ONE_KERNEL not in kernel.executable([jnp.linspace(-1.0, 1.0, 64)]).as_text()
+    assert ONE_KERNEL not in kernel.executable([jnp.linspace(-1.0, 1.0, 160)]).as_text()
 
 
 def _loop_state_bytes(hlo: str) -> int:

@@ -253,7 +253,7 @@ def test_the_compiled_check_counts_each_callback_as_the_kernel_traces_it():
 
         return lax.while_loop(cond, body, (0, x))
 
-    for x, counts in ((jnp.full(64, 1.5), [1, 1, 2]), (jnp.float32(1.5), [1, 1, 1])):  # in an arena, in none
+    for x, counts in ((jnp.full(256, 1.5), [1, 1, 2]), (jnp.float32(1.5), [1, 1, 1])):  # in an arena, in none
         planned = check_program(f, x, mode="compiled")
         (traced,) = planned._cache.values()
         (kernel,) = traced.kernels.values()

@@ -92,8 +92,8 @@ def test_results_equal_jit_with_donation_and_the_params_are_deleted(mode, passes
 
 @pytest.mark.parametrize("mode", ["arena", "checked", "compiled", "eager"])
 @pytest.mark.parametrize("fn, args", [
-    (reads_after_output, (jnp.linspace(0.0, 1.0, 64), jnp.ones(64))),
-    (fori, (jnp.linspace(0.0, 1.0, 64), jnp.full(64, 0.5))),  # the argument is the ring's first slot
+    (reads_after_output, (jnp.linspace(0.0, 1.0, 256), jnp.ones(256))),
+    (fori, (jnp.linspace(0.0, 1.0, 256), jnp.full(256, 0.5))),  # the argument is the ring's first slot
 ], ids=["reads_after_output", "fori"])
 def test_a_donated_argument_read_late_is_kept_until_its_last_read(fn, args, mode):
     expected = jax.jit(fn, donate_argnums=0)(jnp.array(args[0]), *args[1:])
@@ -139,7 +139,7 @@ def test_the_static_checker_catches_a_plan_writing_over_a_donated_argument_befor
 
 
 def test_the_checkers_catch_two_donated_arguments_in_one_slot():
-    a, b = jnp.ones(64), jnp.ones(64)
+    a, b = jnp.ones(256), jnp.ones(256)
     plan = jaxalloc.planned(lambda x, y: jnp.sin(x) * y, donate_argnums=(0, 1), passes=AS_TRACED).plan(a, b)
     func = _func(plan)
     first, second = func.attributes["mem.args"].data
@@ -150,7 +150,7 @@ def test_the_checkers_catch_two_donated_arguments_in_one_slot():
 
 
 def test_the_sanitizer_catches_a_plan_writing_over_a_donated_argument_before_its_last_read():
-    p, g = jnp.linspace(0.0, 1.0, 64), jnp.ones(64)
+    p, g = jnp.linspace(0.0, 1.0, 256), jnp.ones(256)
     planned = jaxalloc.planned(reads_after_output, donate_argnums=0, mode="checked", passes=AS_TRACED)
     planned(jnp.array(p), g)
     plan, _, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))

@@ -39,7 +39,7 @@ def looped(x, w):
 
 
 def test_perfetto_has_a_slice_per_buffer_a_track_per_region_and_live_bytes(tmp_path):
-    plan = jaxalloc.planned(looped).plan(jnp.ones((8, 16)), jnp.ones((4, 16, 16)))
+    plan = jaxalloc.planned(looped).plan(jnp.ones((8, 32)), jnp.ones((4, 32, 32)))
     plan.to_perfetto(tmp_path / "plan.json")
     events = check_trace_events(json.loads((tmp_path / "plan.json").read_text()))
     slices = [e for e in events if e["ph"] == "X"]

@@ -146,7 +146,7 @@ def test_rows_are_named_as_the_ir_names_their_values(tmp_path: Path):
 
         return jax.lax.scan(body, jnp.cos(jnp.sin(x)), w)
 
-    plan = jaxalloc.planned(step).plan(jnp.ones((8, 16)), jnp.ones((4, 16, 16)))
+    plan = jaxalloc.planned(step).plan(jnp.ones((8, 32)), jnp.ones((4, 32, 32)))
     names = [r.name for r in plan.buffers]
     assert len(set(names)) == len(names)  # ring slots get their index, the loop counter its number
     ir = str(plan.module)
@@ -172,12 +172,12 @@ def test_report_has_onnc_figures(plan):
 
 
 def test_short_plans_read_well():
-    one = jaxalloc.planned(lambda x: jnp.sin(x).sum(), passes=AS_TRACED).plan(jnp.ones(64))
+    one = jaxalloc.planned(lambda x: jnp.sin(x).sum(), passes=AS_TRACED).plan(jnp.ones(160))
     text = one.report()
     assert "1 buffer on a 2-step schedule" in text and "1 buffer live:" in text
     assert text.count("defined by") == 1 and text.endswith("largest buffers: those above (every buffer is live at max-live)")
     assert str(one) == (
-        "<lambda> (nnc, 64 B alignment): arena 256 B for 1 buffer, lower bound 256 B, total 256 B "
+        "<lambda> (nnc, 64 B alignment): arena 640 B for 1 buffer, lower bound 640 B, total 640 B "
         "(plan.report() for details, plan.module for the planned IR)"
     )
     assert "jx.func" not in repr(one)

@@ -28,7 +28,7 @@ from jaxalloc.testing.random_programs import random_program
 
 X4 = jnp.arange(4.0)
 X16 = jnp.linspace(-1.0, 1.0, 16)
-X64 = jnp.linspace(-1.0, 1.0, 64)  # more than the 128 bytes of a small value, which the kernel's plan leaves to XLA
+X256 = jnp.linspace(-1.0, 1.0, 256)  # more than the 512 bytes of a small value, which the kernel's plan leaves to XLA
 
 
 def chained_phis(x):
@@ -150,7 +150,7 @@ def _planned_func(fn, *args):
 
 
 def test_the_static_checker_names_the_value_read_the_value_written_and_the_round():
-    plan, func = _planned_func(init_read_in_body, X64)
+    plan, func = _planned_func(init_read_in_body, X256)
     loop = next(op for op in func.walk() if isinstance(op, jx.WhileOp))
     mul = next(op for op in func.body.block.ops if isinstance(op, jx.PrimOp) and op.primitive.data == "mul")
     k = list(loop.inits).index(mul.results[0])
@@ -165,7 +165,7 @@ def test_the_static_checker_names_the_value_read_the_value_written_and_the_round
 def test_the_static_checker_sees_a_branch_the_run_does_not_take():
     """The chained-phi program is wrong only when both conds hand back their operand; a corrupted
     plan of the other branch is caught statically although the run never takes it."""
-    plan, func = _planned_func(phi_source_updated_in_place, X64, True)
+    plan, func = _planned_func(phi_source_updated_in_place, X256, True)
     ops = [op for op in func.walk() if isinstance(op, jx.PrimOp)]
     cos = next(op for op in ops if op.primitive.data == "cos")
     sin = next(op for op in ops if op.primitive.data == "sin")
@@ -266,10 +266,10 @@ def test_the_static_checker_walks_a_loop_no_further_than_the_rounds_it_can_run(m
     """A loop counting up to 3 that may stop sooner says `at_most 3`: every round to that one is an exit
     and none later is walked (4 rounds); unbounded, the walk goes round its rings twice and more."""
     planned = jaxalloc.planned(_settling)
-    assert "at_most 3" in str(planned.lower(jnp.ones(64)))
-    assert planned.plan(jnp.ones(64)).check().rounds == 4
+    assert "at_most 3" in str(planned.lower(jnp.ones(256)))
+    assert planned.plan(jnp.ones(256)).check().rounds == 4
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (None, None))
-    assert jaxalloc.planned(_settling).plan(jnp.ones(64)).check().rounds > 4
+    assert jaxalloc.planned(_settling).plan(jnp.ones(256)).check().rounds > 4
 
 
 @pytest.mark.parametrize("seed", [21636, 47274, 48807])
@@ -451,7 +451,7 @@ def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answe
         s = jnp.sin(x)
         return jnp.sum(s * jnp.cos(x) + s)
 
-    x = jnp.linspace(0.0, 1.0, 64)
+    x = jnp.linspace(0.0, 1.0, 256)
     planned = jaxalloc.planned(two_live_values, mode="checked", passes=AS_TRACED)
     expected = planned(x)
     plan, schedules, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
@@ -468,14 +468,14 @@ def test_the_sanitizer_names_the_round():
         k = lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) + c, x * 1.0)
         return jnp.cos(k) * k
 
-    x = jnp.linspace(0.0, 1.0, 64)
+    x = jnp.linspace(0.0, 1.0, 256)
     planned = jaxalloc.planned(loop, mode="checked", passes=AS_TRACED)
     planned(x)
     plan, _, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
     loop_op = next(op for op in plan.module.walk() if isinstance(op, jx.WhileOp))
     sin = next(op for op in loop_op.body.block.ops if isinstance(op, jx.PrimOp) and op.primitive.data == "sin")
     views = loop_op.attributes["mem.views"].data
-    carried = next(v for v in views if v.slots.data and v.slots.data[0].size.data == 256)
+    carried = next(v for v in views if v.slots.data and v.slots.data[0].size.data == 1024)
     sin.attributes["mem.slot"] = carried.slots.data[-1]  # sin writes over the carried value, which add reads next
     layouts.clear()
     with pytest.raises(jaxalloc.PlanViolation, match=r"round \d of") as raised:
@@ -525,7 +525,7 @@ def test_a_plan_that_computes_a_value_outside_the_arena_is_refused_unless_the_fu
     def fn(x, w):
         return jnp.cos(jnp.sum(jnp.sin(x), axis=0) * w)
 
-    args = jnp.ones((16, 64)), jnp.ones(64)
+    args = jnp.ones((16, 256)), jnp.ones(256)
     plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args, include_outputs=include_outputs)
     func = next(iter(plan.module.ops))
     assert func.attributes["mem.arena"].outputs.data == include_outputs
@@ -549,7 +549,7 @@ def test_a_plan_may_leave_the_values_of_a_matrix_product_to_xla():
     def fn(x, w):
         return jnp.sum(jnp.cos(jnp.sin(x) @ w), axis=0)
 
-    args = jnp.ones((16, 8)), jnp.ones((8, 64))
+    args = jnp.ones((16, 8)), jnp.ones((8, 256))
     plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args, include_outputs=True)
     func = next(iter(plan.module.ops))
     ops = {op.primitive.data: op for op in func.walk() if isinstance(op, jx.PrimOp)}
@@ -733,11 +733,11 @@ def test_a_loop_whose_branch_hands_back_the_carry_toggles_between_two_slots_and_
         return lax.fori_loop(0, n, body, x * 1.5), y * 2.0
 
     for fn in (hand_back, outer_value):
-        plan = jaxalloc.planned(fn).plan(X64, 5)
+        plan = jaxalloc.planned(fn).plan(X256, 5)
         assert "yielded, slots = [" in str(plan.module) and plan.check().copies == ()
         for rounds in (0, 1, 2, 5, 9):
             for mode in ("arena", "checked"):
-                assert check_program(fn, X64, rounds, mode=mode).last_run.copied_bytes == 0
+                assert check_program(fn, X256, rounds, mode=mode).last_run.copied_bytes == 0
 
 
 def test_a_branch_yielding_a_loop_result_hands_over_its_memory_and_copies_nothing():
@@ -765,16 +765,16 @@ def test_an_inner_loop_whose_result_the_body_yields_runs_in_the_next_rounds_slot
 
     def stacked(x, n):
         def body(i, c):
-            _, ys = lax.scan(lambda s, _: (s * 0.5 + c.sum(), s), c[0], None, length=64)
+            _, ys = lax.scan(lambda s, _: (s * 0.5 + c.sum(), s), c[0], None, length=256)
             return ys
 
         return lax.fori_loop(0, n, body, x * 1.0)
 
-    plan = jaxalloc.planned(stacked).plan(X64, 3)
+    plan = jaxalloc.planned(stacked).plan(X256, 3)
     assert "slots = [#mem.next<" in str(plan.module) and plan.check().copies == ()
     for rounds in (0, 1, 2, 5):
         for mode in ("arena", "checked"):
-            assert check_program(stacked, X64, rounds, mode=mode).last_run.copied_bytes == 0
+            assert check_program(stacked, X256, rounds, mode=mode).last_run.copied_bytes == 0
 
 
 def test_an_inner_loop_that_may_hand_back_a_value_from_outside_runs_in_the_next_view_of_a_toggle():
@@ -831,13 +831,13 @@ def test_an_inner_ring_of_two_slots_yielded_as_the_carry_lies_in_a_toggle_ring_o
 
         return lax.fori_loop(0, 3, body, x) * 2.0
 
-    plan = jaxalloc.planned(ring_in_ring).plan(X64, 3)
+    plan = jaxalloc.planned(ring_in_ring).plan(X256, 3)
     text = str(plan.module)
-    assert "slots = [#mem.next<1>, #mem.next<1>]" in text and re.search(r"yielded, slots = \[#mem.slot<offset = \d+, size = 512>", text)
+    assert "slots = [#mem.next<1>, #mem.next<1>]" in text and re.search(r"yielded, slots = \[#mem.slot<offset = \d+, size = 2048>", text)
     assert plan.check().copies == ()
     for rounds in (0, 1, 2, 5):
         for mode in ("arena", "checked"):
-            assert check_program(ring_in_ring, X64, rounds, mode=mode).last_run.copied_bytes == 0
+            assert check_program(ring_in_ring, X256, rounds, mode=mode).last_run.copied_bytes == 0
 
 
 def test_an_op_on_a_result_of_a_ring_of_two_slots_is_computed_in_the_arena():

@@ -503,9 +503,10 @@ def _computed_outside(value: SSAValue) -> bool:
 XLA_PRODUCTS = frozenset({"dot_general", "conv_general_dilated"})
 """Primitives XLA computes only on buffers of its own: a plan may leave their values to XLA."""
 
-XLA_SMALL_BYTES = 128
-"""A value of at most this many bytes may lie in a buffer of XLA's own, anywhere: XLA keeps a
-scalar or a short vector in registers or words of its own, fused into the ops that read it."""
+XLA_SMALL_BYTES = 512
+"""A value of at most this many bytes may lie in a buffer of XLA's own, anywhere: on the CPU, XLA
+runs the kernels on buffers of at most 512 bytes one after another, as a plan of a few such values
+would not."""
 
 
 def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:

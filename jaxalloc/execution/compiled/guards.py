@@ -190,7 +190,9 @@ writes of the same values exceed. Past a few KiB, with the small values outside 
 arena (`small_values`), XLA runs a loop faster as its own kernels: a warm call of a diffrax solve
 of the benchmarks (2,164 bytes a round) took 1.77 ms as one kernel and 2.81 ms as its ops' kernels,
 the library corpus's neural ODE (3,301 bytes) 55 and 30 us, its equinox GRU scan (3,453 bytes) 31
-and 26 us. Tested by `test_a_small_loop_is_one_kernel`."""
+and 26 us. A kernel without an arena makes none: its loops are the module's own, which XLA's CPU
+backend makes one kernel by its own count, as it does `jax.jit`'s. Tested by
+`test_a_small_loop_is_one_kernel`."""
 
 
 ONE_KERNEL_CALL = {"xla_cpu_small_call": "true", "inlineable": "false"}

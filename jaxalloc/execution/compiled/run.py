@@ -79,7 +79,7 @@ class CompiledRun:
         granule = _granule(module, arena_bytes)
         self.word = functions.arena.word = WORDS[min(granule, 4)]
         functions.arena.paddable = granule >= 2 * self.word.itemsize
-        functions.small_loops = small_loops and jax.default_backend() == "cpu"
+        functions.small_loops = small_loops and jax.default_backend() == "cpu" and arena_bytes > 0
         self.store = store
         """Whether the kernel is built to be stored (`self.stored`) and called as a later process that
         loads it calls it, so that both compile the same module: JAX's persistent compilation cache

@@ -68,11 +68,14 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
     return found
 
 
-SMALL_BYTES = 128
-"""A value of at most this many bytes is small to the plan (`small_values`): a scalar, or a vector
-of up to 32 floats, which XLA keeps in a few vector registers. Values of 65 to 128 bytes in the
-arena made the diffrax gradient's arena 896 bytes, past the 512 bytes under which XLA's CPU runtime
-runs a sequence of kernels one after another (docs/design/compiled.md)."""
+SMALL_BYTES = 512
+"""A value of at most this many bytes is small to the plan (`small_values`): a scalar, a vector of up
+to 128 floats, a row statistic of an activation (a layer norm's mean, a softmax's maximum). XLA's
+CPU runtime runs a sequence of kernels one after another where every buffer they touch is at most
+512 bytes (docs/design/compiled.md); in the arena, each such value is a write of its own into a
+larger buffer and a read in every kernel that takes it. At 128 bytes, the transformer of the
+benchmarks kept 27 such vectors in a 64.5 KiB arena and its kernel compiled into 230 fusions (jit's:
+118); at 512 bytes 164, and `eqx_error_if`'s 6x6 matrices leave its arena empty (docs/benchmarks.md)."""
 
 
 def is_small(value: SSAValue) -> bool:
