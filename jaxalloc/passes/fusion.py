@@ -37,6 +37,7 @@ from jaxalloc.passes import library_graphs
 from jaxalloc.passes.schedule import module_bound
 from jaxalloc.analysis.inplace import ELEMENTWISE, viewed
 from jaxalloc.analysis.liveness import defined_in, op_of
+from jaxalloc.planning.assignment.ir import is_small
 
 
 def fusible(op: Operation) -> bool:
@@ -158,9 +159,16 @@ class _Facts:
 
 class _Lives:
     """Where each value of a block that takes arena memory is read, before fusion and after a choice
-    of fusions, and which steps of the block would then hold more bytes than before."""
+    of fusions, and which steps of the block would then hold more bytes than before.
 
-    def __init__(self, block: Block, library: bool = False) -> None:
+    With `small_free` (the function's block), a small value (`is_small`) counts no bytes: the kernel
+    leaves it to XLA, where a longer life costs a buffer of at most `SMALL_BYTES`, and where a step it
+    raised cut a chain, the value the cut kept was a large one in the arena (the transformer's last
+    layer norm: `x - mean`, 64 KiB, kept because `mean`, 512 bytes, lived a few steps longer). The
+    bound of the whole plan still decides (`FusePass.apply`); a nested block's own peak counts every
+    value (`OWN_PEAK`)."""
+
+    def __init__(self, block: Block, library: bool = False, small_free: bool = False) -> None:
         self.block = block
         self.ops = list(block.ops)
         position = {op: i for i, op in enumerate(self.ops)}
@@ -176,7 +184,7 @@ class _Lives:
                     number[v] = len(self.values)
                     self.values.append(v)
             self.reads.append([number[v] for v in read])
-        self.sizes = [_bytes(v) for v in self.values]
+        self.sizes = [0 if small_free and is_small(v) else _bytes(v) for v in self.values]
         self.end = [0] * len(self.values)
         for i, read in enumerate(self.reads):
             for v in read:
@@ -433,7 +441,7 @@ class _Choices:
     def __init__(self, module: ModuleOp, library: bool = False) -> None:
         self.module = module
         self.blocks = [
-            (block, isinstance(inner, jx.FuncOp), _Lives(block, library))
+            (block, isinstance(inner, jx.FuncOp), _Lives(block, library, small_free=isinstance(inner, jx.FuncOp)))
             for inner in module.walk() if not isinstance(inner, jx.FusedOp)
             for region in inner.regions for block in region.blocks
         ]
