@@ -41,21 +41,21 @@ builtin.module {
 // RUN: xdsl-opt %s -p jx-fuse --split-input-file | filecheck %s --check-prefix=BOUND
 // -----
 
-// No fusion raises the bound: moving %a into %b's fusion would keep %u and %v (512 B each) alive
+// No fusion raises the bound: moving %a into %b's fusion would keep %u and %v (1 KiB each) alive
 // across %big (8 KiB, the peak) in place of %a, so %a and %b stay ops of their own. %p, a cheap
 // product read by two fusible ops, is computed again in each fusion and never planned.
 builtin.module {
-  jx.func @g(%x: tensor<8x16xf32>, %y: tensor<8x16xf32>, %s: tensor<16x16xf32>, %w: tensor<16x256xf32>, %m: tensor<8x16xf32>, %k: tensor<f32>) -> (tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<8x16xf32>) {
-    %u = jx.prim "dot_general"[0](%x, %s) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
-    %v = jx.prim "dot_general"[1](%y, %s) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
-    %a = jx.prim "add"[2](%u, %v) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-    %big = jx.prim "dot_general"[3](%x, %w) : (tensor<8x16xf32>, tensor<16x256xf32>) -> tensor<8x256xf32>
+  jx.func @g(%x: tensor<8x32xf32>, %y: tensor<8x32xf32>, %s: tensor<32x32xf32>, %w: tensor<32x256xf32>, %m: tensor<8x32xf32>, %k: tensor<f32>) -> (tensor<8x32xf32>, tensor<f32>, tensor<8x32xf32>, tensor<8x32xf32>) {
+    %u = jx.prim "dot_general"[0](%x, %s) : (tensor<8x32xf32>, tensor<32x32xf32>) -> tensor<8x32xf32>
+    %v = jx.prim "dot_general"[1](%y, %s) : (tensor<8x32xf32>, tensor<32x32xf32>) -> tensor<8x32xf32>
+    %a = jx.prim "add"[2](%u, %v) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+    %big = jx.prim "dot_general"[3](%x, %w) : (tensor<8x32xf32>, tensor<32x256xf32>) -> tensor<8x256xf32>
     %c = jx.prim "reduce_sum"[4](%big) {axes = "(0, 1)"} : (tensor<8x256xf32>) -> tensor<f32>
-    %b = jx.prim "exp"[5](%a) : (tensor<8x16xf32>) -> tensor<8x16xf32>
-    %p = jx.prim "mul"[6](%m, %k) : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
-    %q = jx.prim "add"[7](%p, %m) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-    %r = jx.prim "mul"[8](%p, %p) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-    jx.yield %b, %c, %q, %r : tensor<8x16xf32>, tensor<f32>, tensor<8x16xf32>, tensor<8x16xf32>
+    %b = jx.prim "exp"[5](%a) : (tensor<8x32xf32>) -> tensor<8x32xf32>
+    %p = jx.prim "mul"[6](%m, %k) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+    %q = jx.prim "add"[7](%p, %m) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+    %r = jx.prim "mul"[8](%p, %p) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+    jx.yield %b, %c, %q, %r : tensor<8x32xf32>, tensor<f32>, tensor<8x32xf32>, tensor<8x32xf32>
   }
 }
 
@@ -64,16 +64,16 @@ builtin.module {
 // BOUND-NEXT: %c = jx.prim "reduce_sum"[4](%big)
 // BOUND-NEXT: %b = jx.prim "exp"[5](%a)
 // BOUND-NEXT: %q = "jx.fused"(%m, %k) ({
-// BOUND-NEXT: ^bb0(%0: tensor<8x16xf32>, %1: tensor<f32>):
+// BOUND-NEXT: ^bb0(%0: tensor<8x32xf32>, %1: tensor<f32>):
 // BOUND-NEXT:   %p = jx.prim "mul"[6](%0, %1)
 // BOUND-NEXT:   %q_1 = jx.prim "add"[7](%p, %0)
-// BOUND-NEXT:   jx.yield %q_1 : tensor<8x16xf32>
+// BOUND-NEXT:   jx.yield %q_1 : tensor<8x32xf32>
 // BOUND-NEXT: })
 // BOUND-NEXT: %r = "jx.fused"(%m, %k) ({
-// BOUND-NEXT: ^bb0(%2: tensor<8x16xf32>, %3: tensor<f32>):
+// BOUND-NEXT: ^bb0(%2: tensor<8x32xf32>, %3: tensor<f32>):
 // BOUND-NEXT:   %p_1 = jx.prim "mul"[6](%2, %3)
 // BOUND-NEXT:   %r_1 = jx.prim "mul"[8](%p_1, %p_1)
-// BOUND-NEXT:   jx.yield %r_1 : tensor<8x16xf32>
+// BOUND-NEXT:   jx.yield %r_1 : tensor<8x32xf32>
 // BOUND-NEXT: })
 // BOUND-NEXT: jx.yield %b, %c, %q, %r
 
@@ -110,26 +110,26 @@ builtin.module {
 // place of %b. The chain is cut at its last link: %b stays where it is, a fusion of the links
 // before it, and %r reads it.
 builtin.module {
-  jx.func @late(%x: tensor<8x16xf32>, %s: tensor<16x16xf32>, %w: tensor<16x256xf32>, %y: tensor<8x16xf32>) -> (tensor<f32>, tensor<8x16xf32>) {
-    %u = jx.prim "dot_general"[0](%x, %s) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
-    %v = jx.prim "dot_general"[1](%y, %s) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
-    %a = jx.prim "add"[2](%u, %v) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-    %n = jx.prim "neg"[3](%a) : (tensor<8x16xf32>) -> tensor<8x16xf32>
-    %b = jx.prim "exp"[4](%n) : (tensor<8x16xf32>) -> tensor<8x16xf32>
-    %big = jx.prim "dot_general"[5](%x, %w) : (tensor<8x16xf32>, tensor<16x256xf32>) -> tensor<8x256xf32>
+  jx.func @late(%x: tensor<8x32xf32>, %s: tensor<32x32xf32>, %w: tensor<32x256xf32>, %y: tensor<8x32xf32>) -> (tensor<f32>, tensor<8x32xf32>) {
+    %u = jx.prim "dot_general"[0](%x, %s) : (tensor<8x32xf32>, tensor<32x32xf32>) -> tensor<8x32xf32>
+    %v = jx.prim "dot_general"[1](%y, %s) : (tensor<8x32xf32>, tensor<32x32xf32>) -> tensor<8x32xf32>
+    %a = jx.prim "add"[2](%u, %v) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+    %n = jx.prim "neg"[3](%a) : (tensor<8x32xf32>) -> tensor<8x32xf32>
+    %b = jx.prim "exp"[4](%n) : (tensor<8x32xf32>) -> tensor<8x32xf32>
+    %big = jx.prim "dot_general"[5](%x, %w) : (tensor<8x32xf32>, tensor<32x256xf32>) -> tensor<8x256xf32>
     %c = jx.prim "reduce_sum"[6](%big) {axes = "(0, 1)"} : (tensor<8x256xf32>) -> tensor<f32>
-    %r = jx.prim "mul"[7](%b, %y) : (tensor<8x16xf32>, tensor<8x16xf32>) -> tensor<8x16xf32>
-    jx.yield %c, %r : tensor<f32>, tensor<8x16xf32>
+    %r = jx.prim "mul"[7](%b, %y) : (tensor<8x32xf32>, tensor<8x32xf32>) -> tensor<8x32xf32>
+    jx.yield %c, %r : tensor<f32>, tensor<8x32xf32>
   }
 }
 
 // CUT:      %v = jx.prim "dot_general"[1](%y, %s)
 // CUT-NEXT: %b = "jx.fused"(%u, %v) ({
-// CUT-NEXT: ^bb0(%0: tensor<8x16xf32>, %1: tensor<8x16xf32>):
+// CUT-NEXT: ^bb0(%0: tensor<8x32xf32>, %1: tensor<8x32xf32>):
 // CUT-NEXT:   %a = jx.prim "add"[2](%0, %1)
 // CUT-NEXT:   %n = jx.prim "neg"[3](%a)
 // CUT-NEXT:   %b_1 = jx.prim "exp"[4](%n)
-// CUT-NEXT:   jx.yield %b_1 : tensor<8x16xf32>
+// CUT-NEXT:   jx.yield %b_1 : tensor<8x32xf32>
 // CUT-NEXT: })
 // CUT-NEXT: %big = jx.prim "dot_general"[5](%x, %w)
 // CUT-NEXT: %c = jx.prim "reduce_sum"[6](%big)
