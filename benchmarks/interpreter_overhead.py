@@ -13,6 +13,7 @@ summing the chain puts every value in the arena. Prints a table.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import jax
@@ -34,15 +35,23 @@ def cases():
     ]
 
 
-def best_times(fns, repeats: int) -> list[float]:
-    """The best of `repeats` calls of each function, the calls taken in turns (one of each, then
-    again), so that a slow spell of the machine falls on all of them alike."""
+def best_times(fns, repeats: int, least_seconds: float = 0.0) -> list[float]:
+    """The best of `repeats` timings of each function, per call, the timings taken in turns (one of
+    each, then again), so that a slow spell of the machine falls on all of them alike. A timing
+    covers as many calls, each waited for, as take `least_seconds` (one at least): the best single
+    call of a program of tens of microseconds is the timer's and the scheduler's as much as its own."""
+    counts = []
+    for fn in fns:
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        counts.append(max(1, math.ceil(least_seconds / max(time.perf_counter() - start, 1e-9))))
     times = [[] for _ in fns]
     for _ in range(repeats):
-        for fn, spent in zip(fns, times):
+        for fn, calls, spent in zip(fns, counts, times):
             start = time.perf_counter()
-            jax.block_until_ready(fn())
-            spent.append(time.perf_counter() - start)
+            for _ in range(calls):
+                jax.block_until_ready(fn())
+            spent.append((time.perf_counter() - start) / calls)
     return [min(spent) for spent in times]
 
 

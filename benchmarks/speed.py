@@ -1,6 +1,7 @@
 """Speed of planned functions against `jax.jit`: the compiled arena kernel and the op-by-op arena.
 
-Per program: warm calls (best of `--repeats` after the first, taken in turns) of `jax.jit`, of the
+Per program: warm calls (the best of `--repeats` timings after the first call, each of as many calls
+as take `WARM_SECONDS`, taken in turns) of `jax.jit`, of the
 compiled arena (`mode="compiled"`, after the default passes), of the compiled arena of the program's own ops
 (`passes=("jx-dce",)`: no fusion) and of the op-by-op arena (`mode="arena"`), the first call of
 each (tracing, passes, planning, compiling), and the ratios to jit, with their geometric means;
@@ -60,6 +61,10 @@ def benchmark_programs() -> list[tuple[str, Callable, tuple]]:
     ]
 
 
+WARM_SECONDS = 0.01
+"""Each timing of a warm call covers as many calls as take this long (`best_times`)."""
+
+
 def first_time(fn: Callable) -> float:
     start = time.perf_counter()
     jax.block_until_ready(fn())
@@ -105,7 +110,7 @@ def measure(fn: Callable, args: tuple, repeats: int, op_by_op: bool) -> tuple[di
     }
     row["phases"] = compiled.last_run.phases
     row["jit"], row["own ops"], row["compiled"] = best_times(
-        [lambda: jitted(*args), lambda: own_ops(*args), lambda: compiled(*args)], repeats
+        [lambda: jitted(*args), lambda: own_ops(*args), lambda: compiled(*args)], repeats, WARM_SECONDS
     )
     row["copied"] = compiled.last_run.copied_bytes
     if op_by_op:
