@@ -184,7 +184,7 @@ def derived() -> None:
     for name, transformation, fn, args in derived_programs():
         calls = [e for e in jax.make_jaxpr(_transformed(transformation, planned(fn)))(*args).eqns
                  if e.primitive is planned_call_p]
-        plans = [runner(e.params["jaxpr"], e.params["options"]).plan for e in calls]
+        plans = [runner(e.params["jaxpr"], e.params["options"]).plan_with_outputs for e in calls]
         for plan in plans:
             plan.check()
         if transformation == "grad":

@@ -924,6 +924,10 @@ class _Program:
         """The plan this program runs in its mode (`ModeRunner.plan`)."""
         return self.planned._runner.plan(self.traced)
 
+    @property
+    def plan_with_outputs(self) -> Plan:
+        return self.planned._runner.plan(self.traced, include_outputs=True)
+
     def run(self, flat_args):
         return self.planned._run(self.traced, flat_args)
 

@@ -54,6 +54,11 @@ class Runner(Protocol):
     def plan(self):
         """The plan the program runs in its mode (a `jaxalloc.Plan`)."""
 
+    @property
+    def plan_with_outputs(self):
+        """The plan of every value, outputs included, in the arena: the one that compares with XLA's
+        `temp + output - alias`."""
+
     def run(self, flat_args: Sequence[Any]) -> Sequence[Any]:
         """The outputs for concrete arguments."""
 
