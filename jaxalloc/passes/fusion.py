@@ -414,7 +414,8 @@ class FusePass(ModulePass):
         """Of two choices of fusions (of a module with one function), the one whose plan has the lower
         bound, if it is no higher than the bound before: the fusions within that bound, or those that
         leave every step at most as full as before (fewer fusions may plan lower); else the same two
-        choices with no cut of the function's block undone (`_fusions`' `retry`); else none. Each choice is made on `op` and tried
+        choices with no cut undone (`_fusions`' `retry`: a block's steps bound its own peak, not
+        what its loop's ring or schedule may cost); else none. Each choice is made on `op` and tried
         on a copy of it; the blocks are analysed once for all of them (`_Choices`)."""
         choices = _Choices(op, self.library)
         if sum(isinstance(inner, jx.FuncOp) for inner in op.ops) != 1:
@@ -435,8 +436,7 @@ class FusePass(ModulePass):
 class _Choices:
     """The fusions of every block of a module (loop bodies and branches included) for a budget of the
     function's own block; each nested block's own peak bounds the longer lives of its one-slot
-    values (`OWN_PEAK`), whatever the budget, and it keeps every cut it makes (no `retry`: its own
-    steps do not bound what its loop's ring and the schedule cost), so its fusions are found once."""
+    values (`OWN_PEAK`), whatever the budget, so its fusions are found once."""
 
     def __init__(self, module: ModuleOp, library: bool = False) -> None:
         self.module = module
@@ -445,7 +445,7 @@ class _Choices:
             for inner in module.walk() if not isinstance(inner, jx.FusedOp)
             for region in inner.regions for block in region.blocks
         ]
-        self.nested: dict[Block, Fusions] = {}
+        self.nested: dict[tuple[Block, bool], Fusions] = {}
 
     def of(self, budget: int | None, retry: bool) -> list[tuple[list[Operation], Fusions]]:
         """Every block's ops and fusions, the function's own block within `budget`."""
@@ -453,8 +453,8 @@ class _Choices:
         for block, in_function, lives in self.blocks:
             if in_function:
                 fusions = _fusions(lives.within(budget), retry)
-            elif (fusions := self.nested.get(block)) is None:
-                fusions = self.nested[block] = _fusions(lives.within(OWN_PEAK), retry=False)
+            elif (fusions := self.nested.get((block, retry))) is None:
+                fusions = self.nested[block, retry] = _fusions(lives.within(OWN_PEAK), retry)
             chosen.append((lives.ops, fusions))
         return chosen
 
