@@ -561,6 +561,28 @@ def test_a_plan_may_leave_the_values_of_a_matrix_product_to_xla():
         check_planned(func)
 
 
+def test_a_plan_may_leave_the_parts_of_a_product_to_xla():
+    """The parts a split or a slice reads of a value XLA holds may lie outside the arena, read where
+    that value lies; the parts of a value in the arena may not."""
+
+    def fn(x, w):
+        a, b = jnp.split(x @ w, 2, axis=1)
+        c, d = jnp.split(jnp.sin(x), 2, axis=1)
+        return jnp.sum(jnp.cos(a) * jnp.sin(b), axis=0), jnp.sum(c * d, axis=1)
+
+    args = jnp.ones((16, 64)), jnp.ones((64, 128))
+    plan = jaxalloc.planned(fn, passes=AS_TRACED).plan(*args, include_outputs=True)
+    func = next(iter(plan.module.ops))
+    product, of_sin = (op for op in func.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "split")
+    for op in (product, product.operands[0].owner):
+        op.attributes.pop("mem.slot", None)
+        op.attributes.pop("mem.slots", None)
+    check_planned(func)
+    of_sin.attributes.pop("mem.slots", None)
+    with pytest.raises(jaxalloc.PlanViolation, match=r"\(split .*\) has no slot, so it is computed outside the arena"):
+        check_planned(func)
+
+
 def _product_after_a_loop(w, x):
     k = lax.fori_loop(0, 4, lambda i, c: jnp.sin(c), x)
     return (jnp.floor(k) + 1.0) @ w  # computed in place of the loop's result, then multiplied

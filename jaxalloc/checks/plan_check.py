@@ -508,6 +508,10 @@ XLA_SMALL_BYTES = 512
 runs the kernels on buffers of at most 512 bytes one after another, as a plan of a few such values
 would not."""
 
+XLA_PARTS = frozenset({"split", "slice"})
+"""Primitives that read parts of their operand: of a value in a buffer of XLA's, XLA reads them where
+they lie."""
+
 
 def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
     """The values that may lie in buffers of XLA's own, outside the arena: the operands and results
@@ -515,8 +519,8 @@ def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
     (`XLA_SMALL_BYTES`) that ops compute, in the function's block, a loop body or a branch, and,
     through values without a place, values of their size computed in the place of one or in whose
     place one is computed in the same block, and what a loop's position without a ring may hold
-    (`_held_at`). (Which of its operands an op took the place of is the
-    planner's choice; any of them is allowed, as for the outputs.)"""
+    (`_held_at`), and the parts of such a value (`XLA_PARTS`). (Which of its operands an op took the
+    place of is the planner's choice; any of them is allowed, as for the outputs.)"""
     pending: list[SSAValue] = []
     for block in _planned_blocks(func):
         for op in block.ops:
@@ -541,7 +545,8 @@ def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
             pending.extend(v for v in value.owner.operands if byte_size(v.type) == size and _computed_outside(v))
         for use in value.uses:
             if computing(use.operation, value):
-                pending.extend(r for r in use.operation.results if byte_size(r.type) == size and _computed_outside(r))
+                part = isinstance(use.operation, jx.PrimOp) and use.operation.primitive.data in XLA_PARTS
+                pending.extend(r for r in use.operation.results if (part or byte_size(r.type) == size) and _computed_outside(r))
     return found
 
 

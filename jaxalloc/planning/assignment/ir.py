@@ -63,9 +63,15 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
             found.update(v for inner in op.walk() if _multiplies(inner) for v in inner.operands
                          if v not in op.operands and defined_in(v, block) and left(v))
     for op in block.ops:
-        if any(viewed(op.operands[p]) in found and _read_only_by(op.operands[p], op) for p in in_place_candidates(op)):
+        if any(viewed(op.operands[p]) in found and _read_only_by(op.operands[p], op) for p in in_place_candidates(op)) \
+                or (isinstance(op, jx.PrimOp) and op.primitive.data in SLICES and viewed(op.operands[0]) in found):
             found.update(r for r in op.results if r not in shared)
     return found
+
+
+SLICES = frozenset({"split", "slice"})
+"""Ops that read parts of their operand: of a value left to XLA, XLA reads the parts where they lie,
+in the ops that read them (an LSTM's four gates split from the sum of its products)."""
 
 
 SMALL_BYTES = 512
