@@ -226,7 +226,11 @@ class _Lives:
         stays hold more bytes than it may: each reads a value whose life now reaches such a step. A step
         may hold as many bytes as before or, with a `budget`, up to it: the bound of the plan before
         fusion, which counts no more than every value live at a step (a step with regions, whose own
-        peak is not counted here, may hold no more than before). Ops are positions in the block."""
+        peak is not counted here, may hold no more than before). Against its own peak (`OWN_PEAK`), a
+        nested block's step holds no more bytes of larger values than before, the longer lives of
+        one-slot values aside: those count against the budget alone (CG's `r - alpha * (a @ p)`,
+        whose move lengthens the product's life and the scalar `alpha`'s by one step). Ops are
+        positions in the block."""
         n = len(self.ops)
         reach = {i: max(into) for i, into in roots.items() if i not in into}  # where each moved op runs
         change = [0] * (n + 1)
@@ -240,16 +244,19 @@ class _Lives:
             for v in self.reads[i]:
                 if last > end.get(v, self.end[v]):
                     end[v] = last
+        large = change.copy()  # without the longer lives of one-slot values, which `budget` bounds
         for v, last in end.items():
             if self.owner[v] not in reach:
-                change[self.end[v] + 1] += self.sizes[v]
-                change[last + 1] -= self.sizes[v]
-        rising, above, total = [False] * n, [False] * n, 0  # over the limit; over what it held before
+                for counted in (change, large) if self.sizes[v] > SLOT else (change,):
+                    counted[self.end[v] + 1] += self.sizes[v]
+                    counted[last + 1] -= self.sizes[v]
+        rising, above, total, total_large = [False] * n, [False] * n, 0, 0  # over the limit; over what it held before
         for i in range(n):
             total += change[i]
+            total_large += large[i]
             limit = 0 if self.budget is None or self.regions[i] else self.budget - self.live[i]
             rising[i] = total > limit and i not in reach
-            above[i] = total > 0 and i not in reach
+            above[i] = total_large > 0 and i not in reach
         rising_before, above_before = list(accumulate(rising, initial=0)), list(accumulate(above, initial=0))
         culprits = set()
         for i, last in reach.items():
