@@ -835,6 +835,23 @@ def test_the_parts_of_a_product_a_round_splits_are_read_where_xla_computed_it():
     assert planned.last_run.copied_bytes == 0
 
 
+def _sliced_in_branches(x, i):
+    return lax.switch(i, [lambda: x * 2.0, lambda: x + x[0]])
+
+
+def test_a_branch_reads_the_slices_of_a_value_around_it_where_it_lies():
+    """A slice of a value that lies unchanged while a branch runs (defined around it) is read where
+    that value lies, in the ops that read the slice: the `lax.switch` program of
+    `benchmarks/real_memory.py` held a 1 KiB arena more than jit's call for its `w[0]`."""
+    x = jnp.linspace(-1.0, 1.0, 16 * 256).reshape(16, 256)
+    for i in (0, 1):
+        planned = check_program(_sliced_in_branches, x, jnp.int32(i), mode="compiled")
+        assert planned.last_run.copied_bytes == 0
+    plan = jaxalloc.plans(planned, x, jnp.int32(1))["_sliced_in_branches"]
+    assert [op.primitive.data for op in plan.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "slice"] == ["slice"]
+    assert plan.arena_bytes == 0
+
+
 def _conjugate_gradient(a, b):
     def body(state):
         x, r, p = state

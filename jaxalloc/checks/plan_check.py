@@ -509,8 +509,8 @@ runs the kernels on buffers of at most 512 bytes one after another, as a plan of
 would not."""
 
 XLA_PARTS = frozenset({"split", "slice"})
-"""Primitives that read parts of their operand: of a value in a buffer of XLA's, XLA reads them where
-they lie."""
+"""Primitives that read parts of their operand: of a value in a buffer of XLA's, or of one defined
+around the block that reads them (unchanged while it runs), XLA reads them where they lie."""
 
 
 def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
@@ -528,6 +528,8 @@ def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
             if any(isinstance(o, jx.PrimOp) and o.primitive.data in XLA_PRODUCTS for o in inner):
                 pending.extend(v for v in (*op.operands, *op.results) if _computed_outside(v))
             pending.extend(v for v in op.results if byte_size(v.type) <= XLA_SMALL_BYTES and _computed_outside(v))
+            if isinstance(op, jx.PrimOp) and op.primitive.data in XLA_PARTS and _unchanged(op.operands[0], block):
+                pending.extend(v for v in op.results if _computed_outside(v))
     found: set[SSAValue] = set()
 
     def computing(op: Operation, value: SSAValue) -> bool:
@@ -548,6 +550,16 @@ def _held_by_xla(func: jx.FuncOp) -> set[SSAValue]:
                 part = isinstance(use.operation, jx.PrimOp) and use.operation.primitive.data in XLA_PARTS
                 pending.extend(r for r in use.operation.results if (part or byte_size(r.type) == size) and _computed_outside(r))
     return found
+
+
+def _unchanged(value: SSAValue, block: Block) -> bool:
+    """Whether `value` stays as it is while `block` runs: defined around it, or an argument of a loop's
+    body that the body yields back at its own position."""
+    if _block_of(value) is not block:
+        return True
+    loop = block.parent_op()
+    return isinstance(value, BlockArgument) and isinstance(loop, jx.WhileOp) and block is loop.body.block \
+        and block.last_op.operands[value.index] is value
 
 
 def _returnable(func: jx.FuncOp) -> set[SSAValue]:

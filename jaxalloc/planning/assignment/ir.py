@@ -46,7 +46,9 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
     holding one counts as one), the values of `block` that such an op in a loop or a case reads (a
     weight a loop's body multiplies by, read where it lies every round), and the values computed in
     place of one of them that nothing else reads (`m @ w + b` where the product is read nowhere
-    else: XLA computes the sum into its buffer); but constants and the values `shared`, which may
+    else: XLA computes the sum into its buffer), and the parts split or sliced from one of them or
+    from a value that lies unchanged while the block runs (`PARTS`); but constants and the values
+    `shared`, which may
     share a buffer with a loop's or a branch's result (`loop_memory`): outside the arena, such a
     value would take the loop's ring or the case result's memory out with it, into a buffer of
     XLA's own. A loop's result itself may be outside: its ring is then a buffer of XLA's own, as
@@ -64,14 +66,31 @@ def products_values(block: Block, shared: set[SSAValue]) -> set[SSAValue]:
                          if v not in op.operands and defined_in(v, block) and left(v))
     for op in block.ops:
         if any(viewed(op.operands[p]) in found and _read_only_by(op.operands[p], op) for p in in_place_candidates(op)) \
-                or (isinstance(op, jx.PrimOp) and op.primitive.data in SLICES and viewed(op.operands[0]) in found):
+                or (is_part(op) and (viewed(op.operands[0]) in found or unchanged_in(op.operands[0], block))):
             found.update(r for r in op.results if r not in shared)
     return found
 
 
-SLICES = frozenset({"split", "slice"})
-"""Ops that read parts of their operand: of a value left to XLA, XLA reads the parts where they lie,
-in the ops that read them (an LSTM's four gates split from the sum of its products)."""
+PARTS = frozenset({"split", "slice"})
+"""Ops that read static parts of their operand. Of a value left to XLA, or one that lies unchanged
+while the block runs (defined around a loop's body or a branch, or carried through each round as it
+is), XLA reads the parts where they lie, in the ops that read them (an LSTM's four gates split from
+the sum of its products). Not a `dynamic_slice`: left to XLA, a scan's rows of its stacked weights
+took the transformer (scan) training step's temp from 2.5 to 3 MiB (`benchmarks/real_memory.py`)."""
+
+
+def is_part(op: Operation) -> bool:
+    return isinstance(op, jx.PrimOp) and op.primitive.data in PARTS
+
+
+def unchanged_in(value: SSAValue, block: Block) -> bool:
+    """Whether `value` lies unchanged while `block` runs: a value of an enclosing block, or a loop
+    body's argument that each round hands on as it is (a scan's stacked inputs)."""
+    if not defined_in(value, block):
+        return True
+    loop = block.parent_op()
+    return isinstance(value, BlockArgument) and isinstance(loop, jx.WhileOp) and block is loop.body.block \
+        and block.last_op.operands[value.index] is value
 
 
 SMALL_BYTES = 512
