@@ -46,7 +46,7 @@ def fusible(op: Operation) -> bool:
     it, as after `jx-canonicalize`), is read as it is, except by a division: of an operand with fewer
     elements XLA computes what it can once, before the loop over elements, in memory of its own
     that no plan would see (1 / x for a division by x)."""
-    if not isinstance(op, jx.PrimOp) or op.primitive.data not in ELEMENTWISE or len(op.results) != 1:
+    if not isinstance(op, jx.PrimOp) or op.primitive.data not in ELEMENTWISE | _REINTERPRETS or len(op.results) != 1:
         return False
     shape = op.results[0].type.get_shape()
     smaller = op.primitive.data not in _HOISTED
@@ -65,20 +65,25 @@ def _ends_fusion(op: Operation, library: bool = False) -> bool:
 
 
 def _joins_readers(op: Operation) -> bool:
-    """A broadcast or an iota fuses into the elementwise ops that read it, as in XLA, where inside a
-    fusion a broadcast is an index into its operand and an iota the index itself: never into a
-    division or the like, whose smaller operand XLA computes on once, in memory of its own. Neither
+    """A broadcast, an iota or random bits fuse into the elementwise ops that read them, as in XLA,
+    where inside a fusion a broadcast is an index into its operand, an iota the index itself and
+    random bits a hash of the key and the index (into one fusion only: `_EXPENSIVE`): never into a
+    division or the like, whose smaller operand XLA computes on once, in memory of its own. None
     starts a fusion: what feeds a broadcast is smaller, and computing that again for every element it
     is read at is what XLA avoids."""
     if not isinstance(op, jx.PrimOp) or len(op.results) != 1:
         return False
-    return (op.primitive.data, len(op.operands)) in {("broadcast_in_dim", 1), ("iota", 0)}
+    return (op.primitive.data, len(op.operands)) in {("broadcast_in_dim", 1), ("iota", 0), ("random_bits", 1)}
 
 
 def _broadcasts_to(operand: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     """A scalar, or an operand of the result's rank with size 1 where the result's size differs."""
     return not operand or len(operand) == len(shape) and all(d in (1, s) for d, s in zip(operand, shape))
 
+
+_REINTERPRETS = frozenset({"bitcast_convert_type"})
+"""Between types of one width, elementwise: XLA fuses it with what it reads and what reads it (a
+uniform sample's random bits made floats), where the plan reads it as a view of its operand."""
 
 _HOISTED = frozenset({"div", "rem", "pow", "atan2"})
 """Elementwise primitives whose smaller operand XLA turns into something computed once."""
@@ -95,6 +100,7 @@ _EXPENSIVE = frozenset(
         "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "cos", "cosh", "digamma",
         "div", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "igamma", "igammac", "lgamma", "log",
         "log1p", "logistic", "pow", "rem", "rsqrt", "sin", "sinh", "sqrt", "tan", "tanh",
+        "random_bits",
     }
 )
 """Elementwise primitives XLA counts as expensive (divisions, powers, transcendentals): it never
