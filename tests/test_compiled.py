@@ -814,27 +814,6 @@ def test_a_scan_s_stacked_outputs_a_product_reads_are_updated_in_place_in_xla_s_
     assert held < 1.5 * xs.nbytes and held <= jit_temp + 64 * 1024
 
 
-def _gated_scan(w, xs):
-    def cell(h, x):
-        i, f, g = jnp.split(jnp.concatenate([x, h], axis=1) @ w, 3, axis=1)
-        h = jax.nn.sigmoid(f) * h + jax.nn.sigmoid(i) * jnp.tanh(g)
-        return h, None
-
-    return lax.scan(cell, jnp.zeros((32, 64)), xs)[0]
-
-
-def test_the_parts_of_a_product_a_round_splits_are_read_where_xla_computed_it():
-    """An LSTM's gates split from a product lie where XLA computed the product, read by the ops that
-    take them: in the arena, each part was a copy XLA's product never needs (the LSTM of
-    `benchmarks/real_memory.py` held 1.06x jit's, now 1.04x)."""
-    w, xs = jnp.full((128, 192), 0.01), jnp.linspace(-1.0, 1.0, 8 * 32 * 64).reshape(8, 32, 64)
-    planned = check_program(_gated_scan, w, xs, mode="compiled")
-    plan = jaxalloc.plans(planned, w, xs)["_gated_scan"]
-    splits = [op for op in plan.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "split"]
-    assert splits and all("mem.slot" not in op.attributes and "mem.slots" not in op.attributes for op in splits)
-    assert planned.last_run.copied_bytes == 0
-
-
 def _sliced_in_branches(x, i):
     return lax.switch(i, [lambda: x * 2.0, lambda: x + x[0]])
 
