@@ -17,8 +17,13 @@ the rounds of each, their ratio, the phases of the planned first call (a cache h
 cache load, lowering the loaded kernel, XLA's compile, which finds it in JAX's cache, and the call),
 and the geometric mean of the ratios.
 
+`--deep`: the first call of a 40-layer transformer training step and of a 40-layer MLP training
+step, each in fresh processes with no persistent cache, jit's and the planned function's in turns,
+`--rounds` times; the best of each, their ratio and the planned call's longest phases.
+
     python benchmarks/first_call.py [--programs MLP,LSTM]
     python benchmarks/first_call.py --second-process [--programs MLP,LSTM] [--rounds 2]
+    python benchmarks/first_call.py --deep [--rounds 2]
 """
 
 from __future__ import annotations
@@ -83,16 +88,49 @@ def print_table(rows: list[tuple[str, dict]]) -> None:
         print(f"\n{label} / jit's first call: geometric mean {_geomean(ratios):.2f}, most {max(ratios):.2f}")
 
 
-GROUPS = ("benchmark", "library")
+GROUPS = ("benchmark", "library", "deep")
 
 
 def group_programs(group: str) -> list:
-    """(name, function, example arguments) of one group: `speed.py`'s programs or the library corpus."""
+    """(name, function, example arguments) of one group: `speed.py`'s programs, the library corpus or
+    the 40-layer training steps."""
     if group == "benchmark":
         return benchmark_programs()
+    if group == "deep":
+        return deep_programs()
     from library_models import library_programs_list
 
     return library_programs_list()
+
+
+def deep_programs() -> list:
+    """Training steps of 40 layers: XLA's compile and our passes grow with the layers."""
+    import models
+
+    params = models.mlp_params(widths=(784,) + (256,) * 39 + (10,))
+    x = jax.random.normal(jax.random.key(2), (128, 784))
+    labels = jax.random.randint(jax.random.key(3), (128,), 0, 10)
+    return [
+        ("transformer train step, 40 layers", models.train_step(models.transformer_loss), models.transformer_train_args(layers=40)),
+        ("MLP train step, 40 layers", models.train_step(models.mlp_loss), (params, x, labels)),
+    ]
+
+
+def deep(rounds: int) -> None:
+    """The `--deep` table (module docstring)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "JAXALLOC_CACHE_DIR")}
+    print("| program | jit first s | planned first s | / jit | planned: longest phases |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for name, _, _ in deep_programs():
+        runs: dict[str, list[dict]] = {"jit": [], "planned": []}
+        for _ in range(rounds):
+            for how in ("jit", "planned"):
+                runs[how].append(first_call_in_a_new_process("deep", name, how, environment))
+        jit = min(r["seconds"] for r in runs["jit"])
+        best = min(runs["planned"], key=lambda r: r["seconds"])
+        longest = sorted(best["phases"].items(), key=lambda kv: -kv[1])[:3]
+        phases = ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in longest)
+        print(f"| {name} | {jit:.2f} | {best['seconds']:.2f} | {best['seconds'] / jit:.2f} | {phases} |", flush=True)
 
 
 def first_call_in_this_process(group: str, name: str, how: str) -> dict:
@@ -123,7 +161,7 @@ def second_process(wanted: list[str] | None, rounds: int) -> None:
         JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
     )
     rows = []
-    for group in GROUPS:
+    for group in ("benchmark", "library"):
         for name, _, _ in group_programs(group):
             if wanted and not any(w.lower() in name.lower() for w in wanted):
                 continue
@@ -158,7 +196,8 @@ def main() -> None:
     parser.add_argument("--programs", help="comma-separated parts of program names to run (default: all)")
     parser.add_argument("--second-process", action="store_true",
                         help="a later process's first call, JAX's and jaxalloc's persistent caches warm")
-    parser.add_argument("--rounds", type=int, default=2, help="--second-process: fresh processes of each")
+    parser.add_argument("--deep", action="store_true", help="the first call of two 40-layer training steps")
+    parser.add_argument("--rounds", type=int, default=2, help="--second-process, --deep: fresh processes of each")
     parser.add_argument("--child", choices=("jit", "planned"), help=argparse.SUPPRESS)
     parser.add_argument("--group", choices=GROUPS, help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -168,6 +207,9 @@ def main() -> None:
     wanted = options.programs.split(",") if options.programs else None
     if options.second_process:
         second_process(wanted, options.rounds)
+        return
+    if options.deep:
+        deep(options.rounds)
         return
     rows = []
     for name, fn, args in benchmark_programs():
