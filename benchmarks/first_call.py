@@ -122,12 +122,7 @@ def deep(rounds: int) -> None:
     print("| program | jit first s | planned first s | / jit | planned: longest phases |")
     print("| --- | ---: | ---: | ---: | --- |")
     for name, _, _ in deep_programs():
-        runs: dict[str, list[dict]] = {"jit": [], "planned": []}
-        for _ in range(rounds):
-            for how in ("jit", "planned"):
-                runs[how].append(first_call_in_a_new_process("deep", name, how, environment))
-        jit = min(r["seconds"] for r in runs["jit"])
-        best = min(runs["planned"], key=lambda r: r["seconds"])
+        jit, best = best_first_calls("deep", name, rounds, environment)
         longest = sorted(best["phases"].items(), key=lambda kv: -kv[1])[:3]
         phases = ", ".join(f"{phase} {seconds:.2f} s" for phase, seconds in longest)
         print(f"| {name} | {jit:.2f} | {best['seconds']:.2f} | {best['seconds'] / jit:.2f} | {phases} |", flush=True)
@@ -153,6 +148,16 @@ def first_call_in_a_new_process(group: str, name: str, how: str, environment: di
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def best_first_calls(group: str, name: str, rounds: int, environment: dict) -> tuple[float, dict]:
+    """`rounds` fresh processes of jit's first call and of the planned function's, in turns: the best
+    of jit's seconds, and the best planned call (its seconds and phases)."""
+    runs: dict[str, list[dict]] = {"jit": [], "planned": []}
+    for _ in range(rounds):
+        for how in ("jit", "planned"):
+            runs[how].append(first_call_in_a_new_process(group, name, how, environment))
+    return min(r["seconds"] for r in runs["jit"]), min(runs["planned"], key=lambda r: r["seconds"])
+
+
 def second_process(wanted: list[str] | None, rounds: int) -> None:
     """The `--second-process` table (module docstring)."""
     folder = Path(tempfile.mkdtemp(prefix="jaxalloc-first-call-"))
@@ -167,12 +172,7 @@ def second_process(wanted: list[str] | None, rounds: int) -> None:
                 continue
             for how in ("jit", "planned"):  # the caches warmed
                 first_call_in_a_new_process(group, name, how, environment)
-            runs: dict[str, list[dict]] = {"jit": [], "planned": []}
-            for _ in range(rounds):
-                for how in ("jit", "planned"):
-                    runs[how].append(first_call_in_a_new_process(group, name, how, environment))
-            jit = min(r["seconds"] for r in runs["jit"])
-            best = min(runs["planned"], key=lambda r: r["seconds"])
+            jit, best = best_first_calls(group, name, rounds, environment)
             rows.append((group, name, jit, best))
             print(f"measured {name}: jit {jit:.3f} s, planned {json.dumps(best)}", file=sys.stderr, flush=True)
     print()
