@@ -46,7 +46,7 @@ def fusible(op: Operation) -> bool:
     it, as after `jx-canonicalize`), is read as it is, except by a division: of an operand with fewer
     elements XLA computes what it can once, before the loop over elements, in memory of its own
     that no plan would see (1 / x for a division by x)."""
-    if not isinstance(op, jx.PrimOp) or op.primitive.data not in ELEMENTWISE | _REINTERPRETS or len(op.results) != 1:
+    if not isinstance(op, jx.PrimOp) or op.primitive.data not in _FUSIBLE or len(op.results) != 1:
         return False
     shape = op.results[0].type.get_shape()
     smaller = op.primitive.data not in _HOISTED
@@ -84,6 +84,8 @@ def _broadcasts_to(operand: tuple[int, ...], shape: tuple[int, ...]) -> bool:
 _REINTERPRETS = frozenset({"bitcast_convert_type"})
 """Between types of one width, elementwise: XLA fuses it with what it reads and what reads it (a
 uniform sample's random bits made floats), where the plan reads it as a view of its operand."""
+
+_FUSIBLE = ELEMENTWISE | _REINTERPRETS
 
 _HOISTED = frozenset({"div", "rem", "pow", "atan2"})
 """Elementwise primitives whose smaller operand XLA turns into something computed once."""
