@@ -65,15 +65,21 @@ def _ends_fusion(op: Operation, library: bool = False) -> bool:
 
 
 def _joins_readers(op: Operation) -> bool:
-    """A broadcast, an iota or random bits fuse into the elementwise ops that read them, as in XLA,
-    where inside a fusion a broadcast is an index into its operand, an iota the index itself and
-    random bits a hash of the key and the index (into one fusion only: `_EXPENSIVE`): never into a
+    """A broadcast, an iota, random bits or a slice fuse into the elementwise ops that read them, as in
+    XLA, where inside a fusion a broadcast is an index into its operand, an iota the index itself,
+    random bits a hash of the key and the index (into one fusion only: `_EXPENSIVE`) and a slice an
+    offset index into the value it slices (a split's parts, `SplitAsSlices`): never into a
     division or the like, whose smaller operand XLA computes on once, in memory of its own. None
     starts a fusion: what feeds a broadcast is smaller, and computing that again for every element it
     is read at is what XLA avoids."""
     if not isinstance(op, jx.PrimOp) or len(op.results) != 1:
         return False
-    return (op.primitive.data, len(op.operands)) in {("broadcast_in_dim", 1), ("iota", 0), ("random_bits", 1)}
+    return (op.primitive.data, len(op.operands)) in {("broadcast_in_dim", 1), ("iota", 0), ("random_bits", 1), ("slice", 1)}
+
+
+def _is_slice(op: Operation) -> bool:
+    """A part of a value, read in place by the fusions it joins (`_joins_readers`)."""
+    return isinstance(op, jx.PrimOp) and op.primitive.data == "slice"
 
 
 def _broadcasts_to(operand: tuple[int, ...], shape: tuple[int, ...]) -> bool:
@@ -201,6 +207,8 @@ class _Lives:
         # each op's one result, as its fusion no longer plans it: its number, or its bytes and no reader
         self.result = [number.get(op.results[0]) if len(op.results) == 1 else None for op in self.ops]
         self.regions = [bool(op.regions) for op in self.ops]
+        # values only slices read (a split's parts): the parts, no fewer bytes, are what they outlive
+        self.split = [bool(v.uses) and all(_is_slice(use.operation) for use in v.uses) for v in self.values]
         live = [0] * (len(self.ops) + 1)
         for v, last in enumerate(self.end):
             start = max(self.owner[v], 0)
@@ -237,8 +245,9 @@ class _Lives:
         peak is not counted here, may hold no more than before). Against its own peak (`OWN_PEAK`), a
         nested block's step holds no more bytes of larger values than before, the longer lives of
         one-slot values aside: those count against the budget alone (CG's `r - alpha * (a @ p)`,
-        whose move lengthens the product's life and the scalar `alpha`'s by one step). Ops are
-        positions in the block."""
+        whose move lengthens the product's life and the scalar `alpha`'s by one step), and so do the
+        longer lives of values only slices read, whose parts, no fewer bytes, then take no memory (a
+        GRU's gates split from one product). Ops are positions in the block."""
         n = len(self.ops)
         reach = {i: max(into) for i, into in roots.items() if i not in into}  # where each moved op runs
         change = [0] * (n + 1)
@@ -255,7 +264,7 @@ class _Lives:
         large = change.copy()  # without the longer lives of one-slot values, which `budget` bounds
         for v, last in end.items():
             if self.owner[v] not in reach:
-                for counted in (change, large) if self.sizes[v] > SLOT else (change,):
+                for counted in (change, large) if self.sizes[v] > SLOT and not self.split[v] else (change,):
                     counted[self.end[v] + 1] += self.sizes[v]
                     counted[last + 1] -= self.sizes[v]
         rising, above, total, total_large = [False] * n, [False] * n, 0, 0  # over the limit; over what it held before
@@ -269,7 +278,7 @@ class _Lives:
         culprits = set()
         for i, last in reach.items():
             for v in self.reads[i]:
-                before = above_before if self.small_only and self.sizes[v] > SLOT else rising_before
+                before = above_before if self.small_only and self.sizes[v] > SLOT and not self.split[v] else rising_before
                 if before[last + 1] > before[self.end[v] + 1]:  # such a step in end[v] + 1 .. last
                     culprits.add(i)
                     break
