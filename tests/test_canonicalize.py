@@ -4,6 +4,7 @@ and every program it changes runs checked (the sanitizer) with a plan the static
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -540,3 +541,52 @@ def test_a_division_of_a_constant_stays_and_text_alone_folds_only_numbers():
 }''')
     canonicalize(module)
     assert _primitives(module) == ["integer_pow", "mul"]
+
+
+def _max_pool(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+
+def _min_pool(x):
+    return lax.reduce_window(x, jnp.inf, lax.min, (1, 3, 3, 1), (1, 3, 3, 1), "VALID")
+
+
+def _row_max_pool(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (1, 4), (1, 4), "VALID")
+
+
+def _pool_gradient(pool):
+    return lambda x, g: jax.vjp(pool, x)[1](g)[0]
+
+
+_POOLED = jnp.round(jax.random.normal(jax.random.key(0), (2, 12, 12, 3)) * 2.0)  # ties in most windows
+_POOLED_EDGES = jax.nn.relu(_POOLED).at[0, 0, 0, 0].set(jnp.nan).at[0, 0, 1, 1].set(jnp.nan).at[1, 4, 4, 2].set(jnp.inf)
+
+
+@pytest.mark.parametrize("pool, x", [
+    (_max_pool, _POOLED), (_max_pool, _POOLED_EDGES), (_min_pool, _POOLED), (_min_pool, _POOLED_EDGES),
+    (_row_max_pool, _POOLED.reshape(24, 36)),
+], ids=["max 2x2", "max 2x2, ReLU zeros, NaN, inf", "min 3x3", "min 3x3, ReLU zeros, NaN, inf", "max 1x4 of rows"])
+def test_the_gradient_of_a_pool_whose_windows_tile_its_input_is_selects(pool, x):
+    """A max or min pool's gradient whose windows tile the input is the selects XLA fuses into one
+    kernel, not `select_and_scatter_add` (which XLA's CPU expands into index arrays the size of the
+    input): each window's gradient goes to the element XLA's order selects, ties and NaNs included,
+    bit for bit."""
+    fn = _pool_gradient(pool)
+    g = jnp.linspace(-1.0, 1.0, math.prod(jax.eval_shape(pool, x).shape)).reshape(jax.eval_shape(pool, x).shape)
+    module, _ = _lowered(fn, x, g)
+    assert "select_and_scatter_add" not in _primitives(module)
+    np.testing.assert_array_equal(np.asarray(jaxalloc.planned(fn, passes=CANON)(x, g)), np.asarray(jax.jit(fn)(x, g)))
+    _checked(fn, x, g)
+
+
+@pytest.mark.parametrize("window, strides, padding", [((1, 2, 2, 1), (1, 1, 1, 1), "VALID"), ((1, 2, 2, 1), (1, 2, 2, 1), "SAME")])
+def test_the_gradient_of_a_pool_of_overlapping_or_padded_windows_stays(window, strides, padding):
+    """Where windows overlap or pad the input an element may be in several windows or none: the op stays."""
+    def pool(x):
+        return lax.reduce_window(x, -jnp.inf, lax.max, window, strides, padding)
+
+    x = _POOLED[:, :11, :11]
+    fn = _pool_gradient(pool)
+    g = jnp.ones(jax.eval_shape(pool, x).shape)
+    assert "select_and_scatter_add" in _primitives(_lowered(fn, x, g)[0])

@@ -190,7 +190,7 @@ class _Converter:
 
     def glue(self, block: Block, fn: Callable, *args: SSAValue, **static) -> list[SSAValue]:
         """Inline the jaxpr of a small jax.lax helper applied to `args`."""
-        closed = _glue_jaxpr(fn, tuple(_aval_of(a) for a in args), tuple(sorted(static.items())))
+        closed = glue_jaxpr(fn, args, **static)
         return self.inline(block, closed.jaxpr, closed.consts, args, locate=False)
 
     def region(self, arg_types, emit: Callable[[Block], Sequence[SSAValue]]) -> Region:
@@ -492,8 +492,13 @@ def _aval_of(value: SSAValue) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(shape, dtype_of(element))
 
 
+def glue_jaxpr(fn: Callable, args: Sequence[SSAValue], **static) -> core.ClosedJaxpr:
+    """The jaxpr of `fn` applied to values of `args`' types, with the keyword arguments `static`."""
+    return _jaxpr_of(fn, tuple(_aval_of(a) for a in args), tuple(sorted(static.items())))
+
+
 @functools.lru_cache(maxsize=None)
-def _glue_jaxpr(fn: Callable, avals: tuple, static: tuple) -> core.ClosedJaxpr:
+def _jaxpr_of(fn: Callable, avals: tuple, static: tuple) -> core.ClosedJaxpr:
     return jax.make_jaxpr(functools.partial(fn, **dict(static)))(*avals)
 
 

@@ -13,6 +13,10 @@ after it needs more memory; but for that case, whose result and branch values ma
 together where the loop's ring held them in turn (21 of random programs 0-50,399 plan a larger
 arena after it, 1,238 a smaller one).
 
+One rewrite goes further than XLA: the gradient of a max or min pool whose windows tile its input
+becomes selects XLA fuses into one kernel, where XLA's own expansion of it keeps index arrays the
+size of the input (`pool_gradient`).
+
 A rewrite that binds a primitive with new parameters adds a binding to the side table
 (`BindTable`) where there is one. IR read from text (`xdsl-opt`) has none: the rewritten op then
 takes a fresh key, and its printed `params` change the same way in both cases.
@@ -42,8 +46,9 @@ from xdsl.rewriter import InsertPoint
 
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.bindings import Binding, BindTable
-from jaxalloc.frontend.convert import const_op, const_text, printable_params
-from jaxalloc.frontend.types import dtype_of
+from jaxalloc.frontend.convert import const_op, const_text, glue_jaxpr, printable_params
+from jaxalloc.frontend.types import dtype_of, tensor_type
+from jaxalloc.passes import pool_gradient
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.printed_params import UNREADABLE, printed_param
 from jaxalloc.analysis.liveness import defined_in
@@ -109,6 +114,32 @@ class Rebinder:
         """`primitive` bound with `params` to `operands`, at `like`'s source line."""
         key = self._key(primitive, dict(params))
         return _located(jx.PrimOp(primitive.name, key, operands, [result_type], printable_params(params)), like)
+
+    def inline(self, fn, args: list[SSAValue], rewriter: PatternRewriter, like: Operation, **static) -> list[SSAValue]:
+        """The ops of `fn`'s jaxpr on `args` (`static` its keyword arguments), inserted before `like`
+        at its source line; the values of its outputs."""
+        closed = glue_jaxpr(fn, args, **static)
+        env: dict[Any, SSAValue] = dict(zip(closed.jaxpr.invars, args, strict=True))
+
+        def constant(value, aval) -> SSAValue:
+            if self.table is not None:
+                op = const_op(self.table, value, aval)
+            else:
+                op = jx.ConstOp(self._key(None, {}), tensor_type(aval), const_text(np.asarray(value)))
+            rewriter.insert(op, InsertPoint.before(like))
+            return op.res
+
+        env.update((var, constant(value, var.aval)) for var, value in zip(closed.jaxpr.constvars, closed.consts))
+
+        def read(atom) -> SSAValue:
+            return constant(atom.val, atom.aval) if isinstance(atom, jax.extend.core.Literal) else env[atom]
+
+        for eqn in closed.jaxpr.eqns:
+            (out,) = eqn.outvars
+            op = self.prim(eqn.primitive, eqn.params, [read(a) for a in eqn.invars], tensor_type(out.aval), like)
+            rewriter.insert(op, InsertPoint.before(like))
+            env[out] = op.res[0]
+        return [read(v) for v in closed.jaxpr.outvars]
 
     def reciprocal(self, constant: jx.ConstOp) -> jx.ConstOp | None:
         """The constant 1 / `constant` where that is a float scalar (read from its printed form where
@@ -614,6 +645,30 @@ def _reduction_binding(name: str, shape: tuple[int, ...], dtype):
 
 
 @dataclass
+class PoolGradientAsSelects(RewritePattern):
+    """The gradient of a max or min pool whose windows tile its operand (`select_and_scatter_add`)
+    is the elementwise selects `pool_gradient.routed_gradient` spells out, which XLA fuses into
+    one kernel of no temp, where it expands the op into index arrays the size of the operand
+    (11 MiB for a CNN's first pool)."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, "select_and_scatter_add") or len(op.args) != 2 or len(op.res) != 1:
+            return
+        select = op.params.data.get("select_prim")
+        window = self.rebind.param(op, "window_dimensions")
+        source, operand = op.args
+        if select is None or select.data not in pool_gradient.SELECTS or window is UNREADABLE or not pool_gradient.tiles(
+            _shape(source), _shape(operand), window, self.rebind.param(op, "window_strides"), self.rebind.param(op, "padding")
+        ):
+            return
+        (value,) = self.rebind.inline(pool_gradient.routed_gradient, [source, operand], rewriter, op,
+                                      window=tuple(window), select=select.data)
+        _replace(rewriter, op, value)
+
+
+@dataclass
 class SplitAsSlices(RewritePattern):
     """A `split` whose parts lie whole one after another in memory (along its first dimension of more
     than one element) is one `slice` per part, as JAX lowers it for XLA: each part is then an op of
@@ -672,6 +727,7 @@ PATTERNS = (
     CaseInvariantResult,
     OneRoundLoop,
     SplitAsSlices,
+    PoolGradientAsSelects,
 )
 """Every rewrite of `jx-canonicalize`, tried in this order on each op."""
 
