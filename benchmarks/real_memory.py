@@ -7,7 +7,8 @@ Per program of `programs.py` and `library_models.py`:
   XLA's buffers, and so to the kernel's temp;
 - the planned call by its parts, from `memory_analysis()` of its kernel (matmul fusion off): the
   arena, the kernel's own temp (where XLA computes what it cannot compute in place in the arena),
-  the outputs it returns beside the arena, and what the function holds between calls;
+  the outputs it returns beside the arena, and what the function holds between calls; and whether
+  the call holds at most the plan's figure and the largest single op's operands and results;
 - jit's call: `temp + output - alias` of `memory_analysis()` (matmul fusion off);
 - by resident memory: how much the process's resident set grew during a warm call (the median of
   `CALLS`), planned and jitted, each in a process of its own (`--no-resident` skips it), with
@@ -32,6 +33,7 @@ import time
 import jax
 from library_models import library_programs_list
 from programs import FUSION_OFF, programs
+from speed import largest_op_bytes
 
 from jaxalloc import planned
 from jaxalloc.reports.text import format_size
@@ -59,7 +61,7 @@ def planned_parts(fn, args) -> dict:
     temp = kernel.temp_beside_arena(kernel.traced(_leaves(args)).lower().compile(compiler_options=dict(FUSION_OFF)))
     output_bytes = sum(x.nbytes for x in _leaves(outputs))
     return {"arena": run.arena_bytes, "temp": temp, "outputs": output_bytes, "held": run.held_bytes,
-            "total": run.arena_bytes + temp + output_bytes}
+            "total": run.arena_bytes + temp + output_bytes, "largest op": largest_op_bytes(traced.converted.module)}
 
 
 def _resident() -> int:
@@ -119,7 +121,7 @@ def main() -> None:
         wanted = options.programs.lower().split(",")
         chosen = [(i, p) for i, p in chosen if any(w in p[0].lower() for w in wanted)]
     header = ["program", "plan", "arena", "kernel temp", "outputs", "held between calls", "planned call",
-              "jit call", "planned / jit"]
+              "largest op", "within plan + largest op", "jit call", "planned / jit"]
     if not options.no_resident:
         header += ["resident: planned", "resident: jit", "planned / jit (resident)"]
     print("| " + " | ".join(header) + " |")
@@ -131,15 +133,17 @@ def main() -> None:
         parts = planned_parts(fn, args)
         jit = XlaComparison.xla_bytes(xla_memory(fn, args, fusion=False))
         ratios.append(parts["total"] / jit)
+        within = parts["total"] <= plan.arena_bytes + parts["largest op"]
         cells = [name, format_size(plan.arena_bytes), *(format_size(parts[k]) for k in ("arena", "temp", "outputs", "held")),
-                 format_size(parts["total"]), format_size(jit), f"{parts['total'] / jit:.2f}"]
+                 format_size(parts["total"]), format_size(parts["largest op"]), "yes" if within else "**no**",
+                 format_size(jit), f"{parts['total'] / jit:.2f}"]
         if not options.no_resident:
             ours, theirs = _in_own_process("planned", index), _in_own_process("jit", index)
             if theirs:
                 resident_ratios.append(ours / theirs)
             cells += [format_size(ours), format_size(theirs), f"{ours / theirs:.2f}" if theirs else "n/a"]
         print("| " + " | ".join(cells) + " |", flush=True)
-    means = ["geometric mean", *[""] * 7, _geometric_mean(ratios)]
+    means = ["geometric mean", *[""] * 9, _geometric_mean(ratios)]
     if not options.no_resident:
         means += ["", "", _geometric_mean(resident_ratios)]
     print("| " + " | ".join(means) + " |")
@@ -147,7 +151,9 @@ def main() -> None:
         "\n`plan`: the arena of `Planned.plan(include_outputs=True)`, every value and the outputs planned in it. The planned call's parts: `arena` "
         "(made by the kernel each call, the values of matrix products and convolutions left to XLA's buffers), `kernel temp` (`memory_analysis()` of the kernel "
         "but the arena, matmul fusion off), `outputs` (the "
-        "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum. `jit "
+        "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum, `within plan + "
+        "largest op` whether it is at most `plan` and the largest single op's operands and results (`largest op`, of the "
+        "ops as traced). `jit "
         "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "
         f"set grew during a warm call, the median of {CALLS}, each kind in a process of its own."
     )
