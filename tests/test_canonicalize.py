@@ -590,3 +590,28 @@ def test_the_gradient_of_a_pool_of_overlapping_or_padded_windows_stays(window, s
     fn = _pool_gradient(pool)
     g = jnp.ones(jax.eval_shape(pool, x).shape)
     assert "select_and_scatter_add" in _primitives(_lowered(fn, x, g)[0])
+
+
+@pytest.mark.parametrize("shape, dtype", [((64, 32, 4), jnp.uint32), ((7,), jnp.uint32), ((3, 5, 1, 2), jnp.uint16), ((1000,), jnp.uint8)])
+def test_random_bits_of_a_threefry_key_are_its_hash_spelled_out(shape, dtype):
+    """Random bits are the Threefry hash round by round, which XLA fuses into their reader, where the
+    CPU lowering loops with state the size of the draw: the same bits, and a dropout mask made from
+    them equal to jit's."""
+    def fn(key, x):
+        bits = jax.random.bits(jax.random.split(key)[1], shape, dtype)
+        return bits, jnp.where(bits < jnp.iinfo(dtype).max // 3, x, 0.0)
+
+    key, x = jax.random.key(3), jnp.linspace(-1.0, 1.0, math.prod(shape)).reshape(shape)
+    module, _ = _lowered(fn, key, x)
+    assert "random_bits" not in _primitives(module) and "threefry2x32" not in _primitives(module)
+    for got, want in zip(jaxalloc.planned(fn, passes=CANON)(key, x), jax.jit(fn)(key, x)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    _checked(fn, key, x)
+
+
+def test_random_bits_of_another_key_stay():
+    """An `rbg` key's bits are another generator's: the op stays."""
+    def fn(key):
+        return jax.random.bits(key, (16,))
+
+    assert "random_bits" in _primitives(_lowered(fn, jax.random.key(0, impl="rbg"))[0])

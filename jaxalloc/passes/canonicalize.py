@@ -15,7 +15,8 @@ arena after it, 1,238 a smaller one).
 
 One rewrite goes further than XLA: the gradient of a max or min pool whose windows tile its input
 becomes selects XLA fuses into one kernel, where XLA's own expansion of it keeps index arrays the
-size of the input (`pool_gradient`).
+size of the input (`pool_gradient`), and so does its lowering of random bits: a loop on the CPU whose
+state is the size of the draw, where the hash spelled out round by round fuses (`random_bits`).
 
 A rewrite that binds a primitive with new parameters adds a binding to the side table
 (`BindTable`) where there is one. IR read from text (`xdsl-opt`) has none: the rewritten op then
@@ -48,7 +49,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.frontend.bindings import Binding, BindTable
 from jaxalloc.frontend.convert import const_op, const_text, glue_jaxpr, printable_params
 from jaxalloc.frontend.types import dtype_of, tensor_type
-from jaxalloc.passes import pool_gradient
+from jaxalloc.passes import pool_gradient, random_bits
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.printed_params import UNREADABLE, printed_param
 from jaxalloc.analysis.liveness import defined_in
@@ -669,6 +670,26 @@ class PoolGradientAsSelects(RewritePattern):
 
 
 @dataclass
+class RandomBitsAsHash(RewritePattern):
+    """Random bits of a Threefry key are the hash `random_bits.unrolled_bits` spells out round by
+    round, elementwise arithmetic on each element's index that XLA fuses into the op reading the
+    bits, where JAX's CPU lowering loops over the rounds with state the size of the draw (3 MiB of
+    XLA's temp for a 1 MiB dropout mask)."""
+
+    rebind: Rebinder
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not _is(op, "random_bits") or len(op.args) != 1 or len(op.res) != 1:
+            return
+        key = op.args[0].type.element_type
+        bit_width, shape = self.rebind.param(op, "bit_width"), self.rebind.param(op, "shape")
+        if not isinstance(key, jx.KeyType) or _shape(op.args[0]) or not random_bits.unrollable(key.impl.data, bit_width, shape):
+            return
+        (value,) = self.rebind.inline(random_bits.unrolled_bits, [op.args[0]], rewriter, op, bit_width=bit_width, shape=shape)
+        _replace(rewriter, op, value)
+
+
+@dataclass
 class SplitAsSlices(RewritePattern):
     """A `split` whose parts lie whole one after another in memory (along its first dimension of more
     than one element) is one `slice` per part, as JAX lowers it for XLA: each part is then an op of
@@ -728,6 +749,7 @@ PATTERNS = (
     OneRoundLoop,
     SplitAsSlices,
     PoolGradientAsSelects,
+    RandomBitsAsHash,
 )
 """Every rewrite of `jx-canonicalize`, tried in this order on each op."""
 
