@@ -19,7 +19,7 @@ size of the input (`pool_gradient`), and so does its lowering of random bits: a 
 state is the size of the draw, where the hash spelled out round by round fuses (`random_bits`).
 Both spell out elementwise chains whose links a plan holds until `jx-fuse` fuses them: the bound
 after this pass alone may rise (the flax nnx training step's from 4.50 to 6.25 MiB), and after
-`jx-fuse` it is lower than it was (2.72 MiB).
+`jx-fuse` it is at most what it was (2.72 MiB).
 
 A rewrite that binds a primitive with new parameters adds a binding to the side table
 (`BindTable`) where there is one. IR read from text (`xdsl-opt`) has none: the rewritten op then
