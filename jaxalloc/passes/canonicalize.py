@@ -13,10 +13,11 @@ after it needs more memory; but for that case, whose result and branch values ma
 together where the loop's ring held them in turn (21 of random programs 0-50,399 plan a larger
 arena after it, 1,238 a smaller one).
 
-One rewrite goes further than XLA: the gradient of a max or min pool whose windows tile its input
+Two rewrites go further than XLA: the gradient of a max or min pool whose windows tile its input
 becomes selects XLA fuses into one kernel, where XLA's own expansion of it keeps index arrays the
-size of the input (`pool_gradient`), and so does its lowering of random bits: a loop on the CPU whose
-state is the size of the draw, where the hash spelled out round by round fuses (`random_bits`).
+size of the input (`pool_gradient`); random bits of a Threefry key become their hash spelled out
+round by round, which fuses, where JAX's CPU lowering loops with state the size of the draw
+(`random_bits`).
 Both spell out elementwise chains whose links a plan holds until `jx-fuse` fuses them: the bound
 after this pass alone may rise (the flax nnx training step's from 4.50 to 6.25 MiB), and after
 `jx-fuse` it is at most what it was (2.72 MiB).
@@ -36,6 +37,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax import lax
+from jax.extend.core import Literal
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, ModuleOp, StringAttr, TensorType, i32
 from xdsl.ir import Block, Operation, Region, SSAValue, Use
@@ -136,7 +138,7 @@ class Rebinder:
         env.update((var, constant(value, var.aval)) for var, value in zip(closed.jaxpr.constvars, closed.consts))
 
         def read(atom) -> SSAValue:
-            return constant(atom.val, atom.aval) if isinstance(atom, jax.extend.core.Literal) else env[atom]
+            return constant(atom.val, atom.aval) if isinstance(atom, Literal) else env[atom]
 
         for eqn in closed.jaxpr.eqns:
             (out,) = eqn.outvars
