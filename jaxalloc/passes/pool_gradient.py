@@ -20,6 +20,8 @@ import math
 import numpy as np
 from jax import lax
 
+from jaxalloc.passes.element_index import row_major_index
+
 SELECTS = {"ge": lax.ge, "le": lax.le}
 """The select functions of max and min pools: JAX binds `ge` for a max, `le` for a min."""
 
@@ -51,6 +53,8 @@ def routed_gradient(source, operand, *, window: tuple[int, ...], select: str):
         return lax.reshape(lax.slice(blocks, start, limit), pooled)
 
     positions = list(itertools.product(*(range(k) for k in window)))  # XLA's order: row-major
+    if len(positions) == 1:  # windows of one element: each is its own gradient
+        return lax.reshape(source, operand.shape)
     chosen, index = element(positions[0]), lax.full(pooled, 0, np.int32)
     for n, position in enumerate(positions[1:], 1):
         later = element(position)
@@ -58,16 +62,9 @@ def routed_gradient(source, operand, *, window: tuple[int, ...], select: str):
         index = lax.select(keep, index, lax.full(pooled, n, np.int32))
         if n < len(positions) - 1:
             chosen = lax.select(keep, chosen, later)
-    place, stride = None, 1  # each element's position in its window, numbered as `positions`
-    for axis in reversed(range(len(window))):
-        if window[axis] > 1:
-            term = lax.broadcasted_iota(np.int32, blocks_shape, 2 * axis + 1)
-            term = term * np.int32(stride) if stride > 1 else term
-            place = term if place is None else place + term
-        stride *= window[axis]
+    # each element's position in its window, numbered as `positions`
+    place = row_major_index(blocks_shape, range(1, 2 * len(window), 2), np.int32)
     pooled_dims = tuple(range(0, 2 * len(window), 2))
-    if place is None:  # windows of one element: each is its own gradient
-        return lax.reshape(source, operand.shape)
     hit = lax.broadcast_in_dim(index, blocks_shape, pooled_dims) == place
     spread = lax.broadcast_in_dim(source, blocks_shape, pooled_dims)
     return lax.reshape(lax.select(hit, spread, lax.full(blocks_shape, 0, source.dtype)), operand.shape)

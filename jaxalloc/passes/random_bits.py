@@ -16,6 +16,8 @@ import jax
 import numpy as np
 from jax import lax
 
+from jaxalloc.passes.element_index import row_major_index
+
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 """Threefry-2x32's rotations, by turns for each group of four rounds."""
 
@@ -55,12 +57,7 @@ def unrolled_bits(key, *, bit_width: int, shape: tuple[int, ...]):
     draw, its high word 0, hashed with the key's two words."""
     words = jax.random.key_data(key)
     k1, k2 = words[0], words[1]
-    index = lax.full(shape, 0, np.uint32)
-    stride = 1
-    for axis in reversed(range(len(shape))):
-        if shape[axis] > 1:
-            index = index + lax.broadcasted_iota(np.uint32, shape, axis) * np.uint32(stride)
-        stride *= shape[axis]
+    index = row_major_index(shape, range(len(shape)), np.uint32)
     high, low = threefry_2x32(k1, k2, lax.full(shape, 0, np.uint32), index)
     bits = high ^ low
     return bits if bit_width == 32 else lax.convert_element_type(bits, np.dtype(f"uint{bit_width}"))
