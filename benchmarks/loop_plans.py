@@ -6,7 +6,7 @@ matmul fusion off (every intermediate XLA keeps is then a buffer it counts). Loo
 planner can lose to XLA: a ring of slots where XLA updates one buffer in place, an inner loop's ring
 held in every slot of an outer one. The programs are diffrax solves (a saved output updated each
 step, an adaptive Tsit5 solve and its gradient), nested `fori_loop`s, scans (an LSTM, a GRU, a
-transformer over its layers) and an optimizer loop.
+transformer over its layers, flax nnx layers scanned over and its gradient) and an optimizer loop.
 
     python benchmarks/loop_plans.py [--programs euler,fori]
 """
@@ -49,6 +49,7 @@ def programs() -> list[tuple[str, Callable, tuple]]:
     chosen = [("diffrax Euler, SaveAt(ts)", "diffrax_euler_saveat_ts"), ("diffrax Tsit5 neural ODE", "diffrax_neural_ode"),
               ("its gradient (RecursiveCheckpointAdjoint)", "diffrax_neural_ode_grad"), ("diffrax Heun to t1", "diffrax_heun_t1"),
               ("equinox GRU scan", "eqx_gru_scan"), ("flax nnx LSTM", "nnx_lstm_rnn"),
+              ("flax nnx scan over layers", "nnx_scan_over_layers"), ("its gradient", "nnx_scan_over_layers_grad"),
               ("optax AdamW loop", "optax_adamw_scheduled_loop")]
     table = [(title, library.BY_NAME[name].fn, library.BY_NAME[name].make_args()) for title, name in chosen]
     return [

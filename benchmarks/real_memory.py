@@ -1,6 +1,7 @@
 """What a planned call really holds, against a `jax.jit` call of the same function.
 
-Per program of `programs.py` and `library_models.py`:
+Per program of `programs.py`, `library_models.py` and the real-library corpus
+(`jaxalloc.testing.library`):
 - `plan`: the arena of `Planned.plan(include_outputs=True)`, every value and the outputs planned in
   it (the figure to set beside XLA's `temp + output - alias`); a call's arena (`arena`, the plan
   `Planned.plan()` gives) leaves the outputs and the values of matrix products and convolutions to
@@ -37,6 +38,7 @@ from speed import largest_op_bytes
 
 from jaxalloc import planned
 from jaxalloc.reports.text import format_size
+from jaxalloc.testing.library import PROGRAMS as REAL_LIBRARY
 from jaxalloc.xla.memory import XlaComparison, xla_memory
 
 CALLS = 15
@@ -44,7 +46,7 @@ CALLS = 15
 
 
 def _all_programs() -> list:
-    return programs() + library_programs_list()
+    return programs() + library_programs_list() + [(p.name, p.fn, p.make_args()) for p in REAL_LIBRARY]
 
 
 def _leaves(args) -> list:

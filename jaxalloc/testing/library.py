@@ -155,6 +155,58 @@ def _nnx_lstm_args():
     return _nnx_lstm()[1], _normal(8, 2, 6, 4)
 
 
+class _NnxResidualBlock(nnx.Module):
+    def __init__(self, dim: int, rngs: nnx.Rngs):
+        self.norm = nnx.LayerNorm(dim, rngs=rngs)
+        self.linear = nnx.Linear(dim, dim, rngs=rngs)
+
+    def __call__(self, x):
+        return x + nnx.gelu(self.linear(self.norm(x)))
+
+
+class _NnxScannedStack(nnx.Module):
+    """Layers made by `nnx.vmap` (their parameters stacked) and run by `nnx.scan` over them, as the
+    flax guide to scanning over layers writes it."""
+
+    def __init__(self, dim: int, layers: int, rngs: nnx.Rngs):
+        @nnx.split_rngs(splits=layers)
+        @nnx.vmap(in_axes=(0,), out_axes=0)
+        def make_layers(rngs):
+            return _NnxResidualBlock(dim, rngs)
+
+        self.layers = make_layers(rngs)
+
+    def __call__(self, x):
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        def forward(x, layer):
+            return layer(x)
+
+        return forward(x, self.layers)
+
+
+@functools.cache
+def _nnx_scanned_stack():
+    return nnx.split(_NnxScannedStack(8, 3, nnx.Rngs(9)))
+
+
+def nnx_scan_over_layers(state, x):
+    """flax.nnx: residual layers stacked by nnx.vmap and run by nnx.scan over them, forward."""
+    return nnx.merge(_nnx_scanned_stack()[0], state)(x)
+
+
+def nnx_scan_over_layers_grad(state, x):
+    """flax.nnx: the gradient of a loss of the layers scanned over, with respect to their parameters."""
+
+    def loss_fn(state):
+        return jnp.mean(nnx_scan_over_layers(state, x) ** 2)
+
+    return jax.value_and_grad(loss_fn)(state)
+
+
+def _nnx_scan_args():
+    return _nnx_scanned_stack()[1], _normal(10, 4, 8)
+
+
 # =============================================================================================
 # flax.linen
 # =============================================================================================
@@ -620,6 +672,8 @@ _TABLE: tuple[tuple[str, str, object, object], ...] = (
     ("nnx_cnn_eval", "flax.nnx", nnx_cnn_eval, _nnx_cnn_eval_args),
     ("nnx_attention", "flax.nnx", nnx_attention, _nnx_attention_args),
     ("nnx_lstm_rnn", "flax.nnx", nnx_lstm_rnn, _nnx_lstm_args),
+    ("nnx_scan_over_layers", "flax.nnx", nnx_scan_over_layers, _nnx_scan_args),
+    ("nnx_scan_over_layers_grad", "flax.nnx", nnx_scan_over_layers_grad, _nnx_scan_args),
     ("linen_cnn_train_step", "flax.linen", linen_cnn_train_step, _linen_cnn_train_args),
     ("linen_cnn_eval", "flax.linen", linen_cnn_eval, _linen_cnn_eval_args),
     ("linen_attention", "flax.linen", linen_attention, _linen_attention_args),
