@@ -49,21 +49,14 @@ def _all_programs() -> list:
     return programs() + library_programs_list() + [(p.name, p.fn, p.make_args()) for p in REAL_LIBRARY]
 
 
-def _leaves(args) -> list:
-    return jax.tree_util.tree_leaves(args)
-
-
 def planned_parts(fn, args) -> dict:
-    """The parts of a planned call from `memory_analysis()` of its kernel, matmul fusion off."""
-    compiled = planned(fn, measure_memory=True)
-    outputs = compiled(*args)
-    run = compiled.last_run
-    (traced,) = compiled._cache.values()
-    (kernel,) = traced.kernels.values()
-    temp = kernel.temp_beside_arena(kernel.traced(_leaves(args)).lower().compile(compiler_options=dict(FUSION_OFF)))
-    output_bytes = sum(x.nbytes for x in _leaves(outputs))
-    return {"arena": run.arena_bytes, "temp": temp, "outputs": output_bytes, "held": run.held_bytes,
-            "total": run.arena_bytes + temp + output_bytes, "largest op": largest_op_bytes(traced.converted.module)}
+    """The parts of a planned call from `memory_analysis()` of its kernel, matmul fusion off
+    (`Plan.measure_call`), and what the function holds between calls after one."""
+    compiled = planned(fn)
+    compiled(*args)
+    call = compiled.plan(*args).measure_call(dict(FUSION_OFF))
+    return {"arena": call.arena, "temp": call.kernel_temp, "outputs": call.outputs, "held": compiled.last_run.held_bytes,
+            "total": call.total, "largest op": largest_op_bytes(compiled.lower(*args))}
 
 
 def _resident() -> int:

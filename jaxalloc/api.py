@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import math
 import re
 import time
 import warnings
@@ -43,6 +44,7 @@ from jaxalloc import planned_call
 from jaxalloc.planned_call import DEFAULT_PASSES, Options
 from jaxalloc.planning.assignment.ir import leaves_nothing_to_place
 from jaxalloc.planning.plan import Plan, make_plan
+from jaxalloc.xla.memory import CallMemory
 
 PASSES = {"jx-dce": DeadCodePass, "jx-canonicalize": CanonicalizePass, "jx-fuse": FusePass, "jx-schedule": SchedulePass}
 """The jx passes `planned(f, passes=...)` may run on the module before it is planned, by name."""
@@ -494,13 +496,27 @@ class CompiledRunner(ModeRunner):
         if variant not in traced.kernels and not self._load(traced, variant):
             plan = self.plan(traced)
             with traced.phases.timed("plan"):
-                functions = CompiledFunctions(traced.lowered.table, Schedules(), layouts={})
-                traced.kernels[variant] = CompiledRun(
-                    plan.module, traced.lowered.func.sym_name.data, plan.arena_bytes, functions, traced.deleted,
-                    traced.closed_jaxpr.out_avals, small_loops=not inline, keep_arena=variant[2],
-                    store=self.cache_key(traced, variant) is not None,
-                )
+                traced.kernels[variant] = self._built(traced, plan, variant, store=self.cache_key(traced, variant) is not None)
         return traced.kernels[variant]
+
+    @staticmethod
+    def _built(traced: _Traced, plan: Plan, variant, store: bool) -> CompiledRun:
+        functions = CompiledFunctions(traced.lowered.table, Schedules(), layouts={})
+        return CompiledRun(plan.module, traced.lowered.func.sym_name.data, plan.arena_bytes, functions, traced.deleted,
+                           traced.closed_jaxpr.out_avals, small_loops=not variant[1], keep_arena=variant[2], store=store)
+
+    def call_memory(self, traced: _Traced, flat_args, compiler_options: dict | None) -> CallMemory:
+        """What a call holds, by its parts, from `memory_analysis()` of its kernel compiled with
+        `compiler_options` (`flat_args` may be abstract): the kernel calls run where one is compiled,
+        else one built apart, so that a later first call still traces, times and stores its own."""
+        variant = self._variant(False)
+        kernel = traced.kernels.get(variant)
+        if kernel is None or kernel.kernel is None:
+            kernel = self._built(traced, self.plan(traced), variant, store=False)
+            kernel.compile(flat_args)
+        executable = kernel.traced(flat_args).lower().compile(compiler_options=compiler_options)
+        outputs = sum(math.prod(a.shape) * a.dtype.itemsize for a in traced.closed_jaxpr.out_avals)
+        return CallMemory(kernel.arena_bytes, kernel.temp_beside_arena(executable), outputs)
 
     def cache_key(self, traced: _Traced, variant) -> str | None:
         """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is
@@ -827,8 +843,11 @@ class Planned:
         plan = runner.plan(traced, include_outputs)
         # what `Plan.compare_xla` compiles with `jax.jit`: the arguments' types, no array kept alive
         args, kwargs = jax.tree_util.tree_map_with_path(_abstract, (args, kwargs))
+        measure_call = None
+        if isinstance(runner, CompiledRunner):
+            measure_call = functools.partial(runner.call_memory, traced, jax.tree_util.tree_leaves((args, kwargs)))
         return dataclasses.replace(plan, function=statics.bind(self._fun), example_args=args, example_kwargs=kwargs,
-                                   source=traced.converted.module)
+                                   source=traced.converted.module, measure_call=measure_call)
 
     def _arrays_key(self, args, kwargs) -> tuple[Any, list]:
         """A call's cache key where it passes concrete jax arrays alone (no tracer) and nothing is

@@ -1,5 +1,6 @@
 """`Plan.compare_xla()` and `jaxalloc compare`: XLA's memory_analysis() beside the plan, numbers unchanged; the
-fair pair is the arena with the outputs inside against XLA's temp + output - alias."""
+fair pair is the arena with the outputs inside against XLA's temp + output - alias, and beside it what a
+compiled call holds, by its parts."""
 
 from __future__ import annotations
 
@@ -72,13 +73,42 @@ def test_table_fits_100_columns_and_says_which_figure_to_read(comparison):
     _, result = comparison
     lines = str(result).splitlines()
     assert max(map(len, lines)) <= 100
-    assert "XLA, default flags" in lines[2] and "jaxalloc arena" in lines[-4] and "jaxalloc lower bound" in lines[-3]
-    for heading in ("output", "alias", "temp", "temp + output - alias", "arena / XLA"):
+    calls = len(result.calls)
+    assert "XLA, default flags" in lines[2] and "jaxalloc arena" in lines[-5 - calls] and "jaxalloc lower bound" in lines[-4 - calls]
+    for heading in ("output", "alias", "temp", "temp + output - alias", "arena / XLA", "call / XLA"):
         assert heading in lines[1]
     baseline = result.baseline()
-    assert lines[-1] == f"Read: arena vs XLA temp + output - alias ({baseline.flags}): {result.ratio(baseline):.2f}"
+    for line, memory, call in zip(lines[-2 - calls:-2], result.xla, result.calls, strict=True):
+        assert line == f"jaxalloc call, {memory.flags}: {call.describe()}"
+    assert lines[-2] == f"Read: arena vs XLA temp + output - alias ({baseline.flags}): {result.ratio(baseline):.2f}"
+    assert lines[-1] == f"What a call holds (arena + kernel temp + outputs) vs the same: {result.call_ratio(calls - 1):.2f}"
     if jax.default_backend() == "cpu":
         assert "XLA, matmul fusion off" in lines[3] and baseline.flags == "matmul fusion off"
+
+
+def test_a_compiled_call_is_set_beside_xla_by_its_parts(comparison):
+    """What a call holds, from `memory_analysis()` of its own kernel compiled with each of XLA's flags:
+    with default flags, the arena, kernel temp and outputs a call measured with `measure_memory=True`
+    reports. Measuring builds a kernel of its own: a later first call still traces and times its own."""
+    plan, result = comparison
+    assert len(result.calls) == len(result.xla)
+    measured = jaxalloc.planned(layer, measure_memory=True)
+    measured(*ARGS)
+    run, call = measured.last_run, result.calls[0]
+    assert (call.arena, call.kernel_temp, call.outputs, call.total) == (
+        run.arena_bytes, run.kernel_temp_bytes, run.output_bytes, run.call_bytes)
+    for k, (memory, call) in enumerate(zip(result.xla, result.calls)):
+        assert result.call_ratio(k) == pytest.approx(call.total / result.xla_bytes(memory))
+    assert plan.measure_call(None) == result.calls[0]
+    fresh = jaxalloc.planned(layer)
+    fresh.plan(*ARGS).measure_call(dict(FUSION_OFF))
+    fresh(*ARGS)
+    assert "kernel trace" in fresh.last_run.phases
+
+
+def test_a_plan_of_a_mode_without_a_kernel_sets_no_call_beside_xla():
+    result = jaxalloc.planned(layer, mode="eager").plan(*ARGS).compare_xla()
+    assert result.calls == () and result.call_ratio(0) is None and "call / XLA" not in str(result)
 
 
 def test_plan_with_outputs_inside_compares_the_same(comparison):

@@ -35,7 +35,7 @@ from jaxalloc.analysis.liveness import flat_schedule
 from jaxalloc.reports.chart import plot_plan, write_plan_csv
 from jaxalloc.reports.perfetto import write_trace_events
 from jaxalloc.reports.text import format_size, plural, text_table
-from jaxalloc.xla.memory import XlaComparison, compare_with_xla
+from jaxalloc.xla.memory import CallMemory, XlaComparison, compare_with_xla
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,10 @@ class Plan:
     donated: tuple[int, ...] = ()
     """The flat arguments donated, as `jax.jit(f, donate_argnums=...)` donates them: rows of the arena
     from the start of the function to their last use."""
+    measure_call: Callable[[dict | None], CallMemory] | None = field(default=None, repr=False, compare=False)
+    """What a compiled call of the function holds for these arguments, by its parts, its kernel
+    compiled with the XLA compiler options given (`CallMemory`); where `Planned.plan` made the plan
+    of a function in compiled mode."""
 
     @property
     def problem(self) -> Problem:
@@ -128,8 +132,9 @@ class Plan:
         (docs/design/assignment.md says why), so the function is planned again from the same module,
         allocator and alignment with the outputs inside, and with them outside for the figures that
         set the arena against temp alone. Compiles the function with `jax.jit` (default flags, and on
-        CPU with matmul fusion off too), with the plan's donation. Needs a plan made from a function
-        (`planned(f).plan(*args)`).
+        CPU with matmul fusion off too), with the plan's donation, and, for a function planned in
+        compiled mode, its kernel with the same flags: what a call holds, by its parts, beside XLA's.
+        Needs a plan made from a function (`planned(f).plan(*args)`).
         """
         if self.function is None or self.source is None:
             raise JaxallocError("this plan was made from a module, not a function: use planned(f).plan(*args) to compare with XLA")
@@ -153,6 +158,7 @@ class Plan:
             outside_arena_bytes=outside.arena_bytes,
             outside_lower_bound=outside.lower_bound,
             total_bytes=inside.total_bytes,
+            call_memory=self.measure_call,
         )
 
     def live_bytes(self) -> np.ndarray:

@@ -17,6 +17,12 @@ XLA may put outputs and temporaries in their memory, and the arena holds them: t
 arena against `temp + output - alias + donated argument bytes`, what XLA holds beyond the other
 arguments.
 
+A plan is not yet what a call holds: a compiled call (`planned(f)`, the default mode) holds its arena,
+the temp memory XLA needs beside it (where it computes matrix products and convolutions, small values
+and what it cannot compute in place in the arena) and its outputs. `CallMemory` gives those parts
+from `memory_analysis()` of the call's own kernel, compiled with the same flags as each of XLA's
+compilations, and the comparison sets their sum against XLA's figure too.
+
 XLA also fuses elementwise chains in both, so many jaxpr values never exist there; the ratio is
 therefore an end-to-end comparison (planner and fusion), not allocator against allocator.
 `jaxalloc.xla.buffers` gives that one.
@@ -96,6 +102,26 @@ def xla_memory(
     )
 
 
+@dataclass(frozen=True)
+class CallMemory:
+    """What a compiled call of a planned function holds, by its parts, from `memory_analysis()` of its
+    kernel (one compilation's flags)."""
+
+    arena: int
+    kernel_temp: int
+    """XLA's temp memory of the kernel beside the arena (`CompiledRun.temp_beside_arena`)."""
+    outputs: int
+    """The outputs the caller receives (`RunStats.output_bytes`)."""
+
+    @property
+    def total(self) -> int:
+        return self.arena + self.kernel_temp + self.outputs
+
+    def describe(self) -> str:
+        return (f"arena {format_size(self.arena)} + kernel temp {format_size(self.kernel_temp)} + outputs "
+                f"{format_size(self.outputs)} = {format_size(self.total)}")
+
+
 def _nbytes(leaf) -> int:
     aval = leaf if isinstance(leaf, jax.ShapeDtypeStruct) else jax.typeof(leaf)
     return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
@@ -120,6 +146,9 @@ class XlaComparison:
     outside_lower_bound: int
     total_bytes: int | None = None
     """The buffers of the arena with the outputs inside added up (ONNC's total tensor size: a plan that reuses nothing)."""
+    calls: tuple[CallMemory, ...] = ()
+    """A compiled call's memory, one per compilation of `xla` with the same flags; none where the plan
+    was not made from a planned function in compiled mode."""
 
     @staticmethod
     def xla_bytes(memory: XlaMemory) -> int:
@@ -140,6 +169,12 @@ class XlaComparison:
         temp = memory.temp_size_in_bytes
         return self.outside_arena_bytes / temp if temp else None
 
+    def call_ratio(self, index: int) -> float | None:
+        """What a compiled call holds (with the donated bytes, as XLA's figure has them) over XLA's
+        `temp + output - alias` of compilation `index` of `xla`; None without calls or where XLA needs none."""
+        xla = self.xla_bytes(self.xla[index])
+        return (self.calls[index].total + self.donated) / xla if self.calls and xla else None
+
     @property
     def donated(self) -> int:
         """Bytes of donated arguments (0 without donation)."""
@@ -154,6 +189,7 @@ class XlaComparison:
         (why that one: docs/design/assignment.md, "Beside XLA's memory")."""
         donated = " + donated" if self.donated else ""
         header = ["", "output", "alias", "temp", f"temp + output - alias{donated}", "arena / XLA"]
+        header += ["call / XLA"] if self.calls else []
         rows = [
             [
                 f"XLA, {m.flags}",
@@ -162,19 +198,25 @@ class XlaComparison:
                 format_size(m.temp_size_in_bytes),
                 format_size(self.xla_bytes(m)),
                 _ratio(self.ratio(m)),
+                *([_ratio(self.call_ratio(k))] if self.calls else []),
             ]
-            for m in self.xla
+            for k, m in enumerate(self.xla)
         ]
         ours = [("jaxalloc arena", self.arena_bytes), ("jaxalloc lower bound", self.lower_bound)]
         if self.total_bytes is not None:
             ours.append(("jaxalloc, no reuse", self.total_bytes))
-        rows += [[label, "", "", "", format_size(size), ""] for label, size in ours]
-        baseline = self.baseline()
+        rows += [[label, "", "", "", format_size(size), "", *([""] if self.calls else [])] for label, size in ours]
+        baseline = len(self.xla) - 1
+        calls = [f"jaxalloc call, {m.flags}: {call.describe()}" for m, call in zip(self.xla, self.calls)]
+        read = [f"Read: arena vs XLA temp + output - alias{donated} ({self.xla[baseline].flags}): {_ratio(self.ratio(self.xla[baseline]))}"]
+        if self.calls:
+            read.append(f"What a call holds (arena + kernel temp + outputs) vs the same: {_ratio(self.call_ratio(baseline))}")
         return "\n".join([
             f"{self.function} on {self.backend}: XLA's memory_analysis() beside jaxalloc's arena ({self.allocator}), "
             "outputs inside",
             *text_table(header, rows),
-            f"Read: arena vs XLA temp + output - alias{donated} ({baseline.flags}): {_ratio(self.ratio(baseline))}",
+            *calls,
+            *read,
         ])
 
     def __str__(self) -> str:
@@ -197,14 +239,18 @@ def compare_with_xla(
     outside_lower_bound: int,
     total_bytes: int | None = None,
     donated: Sequence[int] = (),
+    call_memory: Callable[[dict | None], CallMemory] | None = None,
 ) -> XlaComparison:
     """XLA's statistics for `fn(*args, **kwargs)` (default flags, and fusion off on CPU) beside the plans
     with the outputs inside the arena (`arena_bytes`, `lower_bound`, `total_bytes`) and outside it;
-    `donated`: the flat leaves of `(args, kwargs)` donated to XLA, as to the plans."""
+    `donated`: the flat leaves of `(args, kwargs)` donated to XLA, as to the plans. `call_memory`, given
+    XLA's compiler options, measures a compiled call with them."""
     backend = jax.default_backend()
     xla = [xla_memory(fn, args, kwargs, donated=donated)]
     if backend == "cpu":
         xla.append(xla_memory(fn, args, kwargs, fusion=False, donated=donated))
+    options = (None, dict(FUSION_OFF))[: len(xla)]
+    calls = tuple(call_memory(o) for o in options) if call_memory is not None else ()
     return XlaComparison(
         function=getattr(fn, "__name__", type(fn).__name__),
         backend=backend,
@@ -215,4 +261,5 @@ def compare_with_xla(
         outside_arena_bytes=outside_arena_bytes,
         outside_lower_bound=outside_lower_bound,
         total_bytes=total_bytes,
+        calls=calls,
     )
