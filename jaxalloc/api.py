@@ -516,7 +516,9 @@ class CompiledRunner(ModeRunner):
             kernel.compile(flat_args)
         executable = kernel.traced(flat_args).lower().compile(compiler_options=compiler_options)
         outputs = sum(math.prod(a.shape) * a.dtype.itemsize for a in traced.closed_jaxpr.out_avals)
-        return CallMemory(kernel.arena_bytes, kernel.temp_beside_arena(executable), outputs)
+        kept = 0 if kernel.makes_arena else kernel.words * kernel.word.itemsize  # an arena taken and handed back
+        aliased = max(0, int(executable.memory_analysis().alias_size_in_bytes) - kept)
+        return CallMemory(kernel.arena_bytes, kernel.temp_beside_arena(executable), outputs, aliased)
 
     def cache_key(self, traced: _Traced, variant) -> str | None:
         """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is

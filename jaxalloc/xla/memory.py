@@ -112,14 +112,17 @@ class CallMemory:
     """XLA's temp memory of the kernel beside the arena (`CompiledRun.temp_beside_arena`)."""
     outputs: int
     """The outputs the caller receives (`RunStats.output_bytes`)."""
+    aliased: int = 0
+    """Output bytes XLA computes in donated arguments' memory: no new memory."""
 
     @property
     def total(self) -> int:
-        return self.arena + self.kernel_temp + self.outputs
+        return self.arena + self.kernel_temp + self.outputs - self.aliased
 
     def describe(self) -> str:
-        return (f"arena {format_size(self.arena)} + kernel temp {format_size(self.kernel_temp)} + outputs "
-                f"{format_size(self.outputs)} = {format_size(self.total)}")
+        aliased = f" - aliased {format_size(self.aliased)}" if self.aliased else ""
+        return (f"arena {format_size(self.arena)} + temp {format_size(self.kernel_temp)} + outputs "
+                f"{format_size(self.outputs)}{aliased} = {format_size(self.total)}")
 
 
 def _nbytes(leaf) -> int:
@@ -207,10 +210,10 @@ class XlaComparison:
             ours.append(("jaxalloc, no reuse", self.total_bytes))
         rows += [[label, "", "", "", format_size(size), "", *([""] if self.calls else [])] for label, size in ours]
         baseline = len(self.xla) - 1
-        calls = [f"jaxalloc call, {m.flags}: {call.describe()}" for m, call in zip(self.xla, self.calls)]
+        calls = [f"call, {m.flags}: {call.describe()}" for m, call in zip(self.xla, self.calls)]
         read = [f"Read: arena vs XLA temp + output - alias{donated} ({self.xla[baseline].flags}): {_ratio(self.ratio(self.xla[baseline]))}"]
         if self.calls:
-            read.append(f"What a call holds (arena + kernel temp + outputs) vs the same: {_ratio(self.call_ratio(baseline))}")
+            read.append(f"What a call holds{donated} vs the same: {_ratio(self.call_ratio(baseline))}")
         return "\n".join([
             f"{self.function} on {self.backend}: XLA's memory_analysis() beside jaxalloc's arena ({self.allocator}), "
             "outputs inside",
