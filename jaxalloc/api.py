@@ -184,14 +184,17 @@ class RunStats:
     kernel_temp_bytes: int | None = None
     """With `measure_memory=True` in compiled mode: the kernel's own temp memory beside the arena,
     where XLA computes what it cannot compute in place in the arena (`memory_analysis()`)."""
+    aliased_bytes: int = 0
+    """With `measure_memory=True` in compiled mode: the output bytes XLA computed in donated
+    arguments' memory, no new memory."""
 
     @property
     def call_bytes(self) -> int | None:
         """What the call held at most, by its parts: the arena, the kernel's own temp and the outputs
-        (None where the kernel's temp was not measured)."""
+        but those computed in donated arguments' memory (None where the kernel's temp was not measured)."""
         if self.mode == "compiled" and self.kernel_temp_bytes is None:
             return None
-        return self.arena_bytes + (self.kernel_temp_bytes or 0) + self.output_bytes
+        return self.arena_bytes + (self.kernel_temp_bytes or 0) + self.output_bytes - self.aliased_bytes
 
 
 class Phases:
@@ -425,9 +428,10 @@ class ModeRunner:
         """Run on concrete flat arguments; `listeners` hear of every op interpreted."""
         raise NotImplementedError
 
-    def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> int | None:
-        """After a run with `measure_memory=True`: the bytes of a kernel's own temp memory, where there
-        is a kernel (the op-by-op runs sampled after every op)."""
+    def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> tuple[int, int] | None:
+        """After a run with `measure_memory=True`: the bytes of a kernel's own temp memory and of the
+        outputs it computed in donated arguments' memory, where there is a kernel (the op-by-op runs
+        sampled after every op)."""
         return None
 
     def warm(self, traced: _Traced) -> tuple[Callable[[Sequence], tuple], tuple] | None:
@@ -516,9 +520,7 @@ class CompiledRunner(ModeRunner):
             kernel.compile(flat_args)
         executable = kernel.traced(flat_args).lower().compile(compiler_options=compiler_options)
         outputs = sum(math.prod(a.shape) * a.dtype.itemsize for a in traced.closed_jaxpr.out_avals)
-        kept = 0 if kernel.makes_arena else kernel.words * kernel.word.itemsize  # an arena taken and handed back
-        aliased = max(0, int(executable.memory_analysis().alias_size_in_bytes) - kept)
-        return CallMemory(kernel.arena_bytes, kernel.temp_beside_arena(executable), outputs, aliased)
+        return CallMemory(kernel.arena_bytes, kernel.temp_beside_arena(executable), outputs, kernel.aliased_outputs(executable))
 
     def cache_key(self, traced: _Traced, variant) -> str | None:
         """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is
@@ -591,9 +593,9 @@ class CompiledRunner(ModeRunner):
         kernel = self.kernel(traced)
         return kernel, kernel(flat_args)
 
-    def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> int | None:
+    def measured(self, traced: _Traced, flat_args, sampler: LiveBytesSampler) -> tuple[int, int] | None:
         sampler.take()  # no op to sample after: the one kernel has run
-        return self.kernel(traced).temp_bytes(flat_args)
+        return self.kernel(traced).memory(flat_args)
 
     def warm(self, traced: _Traced) -> tuple[Callable[[Sequence], tuple], tuple] | None:
         """A kernel whose status is known as it was traced (`CompiledRun.warm_call`), with no argument to
@@ -910,13 +912,13 @@ class Planned:
         start = time.perf_counter()
         ran = self._runner.run(traced, flat_args, [counter] if sampler is None else [counter, sampler])
         seconds = time.perf_counter() - start
-        temp = self._runner.measured(traced, flat_args, sampler) if sampler is not None else None
+        temp, aliased = (self._runner.measured(traced, flat_args, sampler) if sampler is not None else None) or (None, 0)
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
         if traced.output_bytes is None:
             traced.output_bytes = sum(x.nbytes for x in ran.outputs if isinstance(x, jax.Array))
         # `RunStats`'s fields in order: a tuple costs a fraction of the dataclass a call may never read
         self._last_run = (self.mode, counter.ops, seconds, ran.arena_bytes, ran.copied_bytes, before, peak,
-                          traced.phases.take(), traced.output_bytes, ran.held_bytes, temp)
+                          traced.phases.take(), traced.output_bytes, ran.held_bytes, temp, aliased)
         if sampler is None and (warm := self._runner.warm(traced)) is not None:
             traced.warm, traced.warm_stats = warm
         return ran.outputs

@@ -114,11 +114,15 @@ def test_a_donated_argument_that_an_output_takes_is_no_new_memory_of_the_call():
         return w - 0.1 * jnp.tanh(x.T @ (x @ w)), jnp.sum(x)
 
     w, x = jnp.ones((64, 64)), jnp.ones((16, 64))
-    result = jaxalloc.planned(step, donate_argnums=0).plan(w, x).compare_xla()
+    donating = jaxalloc.planned(step, donate_argnums=0, measure_memory=True)
+    result = donating.plan(w, x).compare_xla()
     call = result.calls[-1]
     assert call.aliased == w.nbytes == result.donated
     assert call.total == call.arena + call.kernel_temp + call.outputs - w.nbytes
     assert result.call_ratio(len(result.calls) - 1) == pytest.approx((call.total + w.nbytes) / result.xla_bytes(result.baseline()))
+    donating(w, x)
+    run = donating.last_run
+    assert run.aliased_bytes == w.nbytes and run.call_bytes == result.calls[0].total
 
 
 def test_a_plan_of_a_mode_without_a_kernel_sets_no_call_beside_xla():

@@ -103,7 +103,7 @@ class CompiledRun:
         self._status: tuple[int, ...] | None = None
         """The kernel's status (`_status_of`) where no op of it can change it (`interpret`): what every
         call finds, with nothing read back."""
-        self._temp_bytes: int | None = None
+        self._memory: tuple[int, int] | None = None
         self.stored: StoredKernel | None = None
         """The kernel as a later process can load it (`store`), where it can (`StoredKernel.storable`)."""
         self.loaded = False
@@ -303,12 +303,19 @@ class CompiledRun:
         """The XLA executable of the kernel (after a call), for its memory analysis and HLO."""
         return self.traced(args).lower().compile()
 
-    def temp_bytes(self, args: Sequence[Any]) -> int:
-        """XLA's temp memory of the kernel beside the arena (compiled again to be read, once: a kernel
-        is built for one signature)."""
-        if self._temp_bytes is None:
-            self._temp_bytes = self.temp_beside_arena(self.executable(args))
-        return self._temp_bytes
+    def memory(self, args: Sequence[Any]) -> tuple[int, int]:
+        """XLA's temp memory of the kernel beside the arena, and the output bytes it computes in donated
+        arguments' memory (compiled again to be read, once: a kernel is built for one signature)."""
+        if self._memory is None:
+            executable = self.executable(args)
+            self._memory = self.temp_beside_arena(executable), self.aliased_outputs(executable)
+        return self._memory
+
+    def aliased_outputs(self, executable) -> int:
+        """The output bytes of an executable of the kernel that XLA computes in donated arguments'
+        memory, no new memory (an arena taken and handed back is the arena)."""
+        kept = 0 if self.makes_arena else self.words * self.word.itemsize
+        return max(0, int(executable.memory_analysis().alias_size_in_bytes) - kept)
 
     def temp_beside_arena(self, executable) -> int:
         """XLA's temp memory of an executable of the kernel but the arena's: a kernel that makes its
