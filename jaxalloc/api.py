@@ -912,7 +912,8 @@ class Planned:
         start = time.perf_counter()
         ran = self._runner.run(traced, flat_args, [counter] if sampler is None else [counter, sampler])
         seconds = time.perf_counter() - start
-        temp, aliased = (self._runner.measured(traced, flat_args, sampler) if sampler is not None else None) or (None, 0)
+        measured = self._runner.measured(traced, flat_args, sampler) if sampler is not None else None
+        temp, aliased = measured if measured is not None else (None, 0)
         before, peak = (sampler.before, sampler.peak) if sampler is not None else (None, None)
         if traced.output_bytes is None:
             traced.output_bytes = sum(x.nbytes for x in ran.outputs if isinstance(x, jax.Array))
