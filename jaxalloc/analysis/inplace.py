@@ -53,8 +53,11 @@ VIEWS = frozenset({"reshape", "squeeze", "bitcast_convert_type"})
 def in_place_candidates(op: Operation) -> tuple[int, ...]:
     """Operand positions whose memory the op's single result may take, first choice first."""
     results, operands = op.results, op.operands  # a fused or primitive op's only operands and results
-    if isinstance(op, jx.FusedOp) and len(results) == 1 and all(_maps_elements(inner) for inner in op.body.block.ops):
-        name = "add"  # an elementwise chain: the rule of one elementwise op
+    windowed: set[int] = set()
+    if isinstance(op, jx.FusedOp) and len(results) == 1 and all(_maps_elements(inner) or _windows(inner) for inner in op.body.block.ops):
+        name = "add"  # an elementwise chain: the rule of one elementwise op, but for the operands it reads windows of
+        args = op.body.block.args
+        windowed = {args.index(inner.operands[0]) for inner in op.body.block.ops if _windows(inner) and inner.operands[0] in args}
     elif not isinstance(op, jx.PrimOp) or len(results) != 1:
         return ()
     else:
@@ -70,7 +73,8 @@ def in_place_candidates(op: Operation) -> tuple[int, ...]:
     result = results[0].type
     shape, size = result.get_shape(), byte_size(result)
     return tuple(
-        i for i in positions if operands[i].type.get_shape() == shape and byte_size(operands[i].type) == size
+        i for i in positions
+        if i not in windowed and operands[i].type.get_shape() == shape and byte_size(operands[i].type) == size
     )
 
 
@@ -80,6 +84,12 @@ def _maps_elements(op: Operation) -> bool:
     return isinstance(op, jx.YieldOp) or (
         isinstance(op, jx.PrimOp) and op.primitive.data in ELEMENTWISE | {"broadcast_in_dim", "iota"}
     )
+
+
+def _windows(op: Operation) -> bool:
+    """A `dynamic_slice` inside a fused op (`jx-fuse` joins one of an argument to what reads it): it
+    reads a window of its operand, wherever the window is, so the fused op cannot overwrite that one."""
+    return isinstance(op, jx.PrimOp) and op.primitive.data == "dynamic_slice"
 
 
 def is_view(op: Operation) -> bool:

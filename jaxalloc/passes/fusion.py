@@ -77,6 +77,28 @@ def _joins_readers(op: Operation) -> bool:
     return (op.primitive.data, len(op.operands)) in {("broadcast_in_dim", 1), ("iota", 0), ("random_bits", 1), ("slice", 1)}
 
 
+def _windows_an_argument(op: Operation) -> bool:
+    """A `dynamic_slice` of an argument of the function (in a loop's body, through the carried
+    positions the body hands on unchanged: the parameters `nnx.scan` runs a layer of each round). It
+    joins the elementwise ops that read it, where they broadcast its window too, as XLA reads a
+    dynamic slice inside the fusion that reads it: a row of a layer norm's scale or a bias is then no
+    value of its own, and the argument it reads lives through the whole function anyway. A window of
+    a value the function computes stays an op: the compiled kernel reads only the window of such a
+    value, where inside a fusion it would read all of it."""
+    if not isinstance(op, jx.PrimOp) or op.primitive.data != "dynamic_slice" or len(op.results) != 1:
+        return False
+    value = op.operands[0]
+    while isinstance(value, BlockArgument):
+        owner = value.block.parent_op()
+        if isinstance(owner, jx.FuncOp):
+            return True
+        if not isinstance(owner, jx.WhileOp) or value.block is not owner.body.block \
+                or owner.body.block.last_op.operands[value.index] is not value:
+            return False
+        value = owner.operands[value.index]
+    return False
+
+
 def _is_slice(op: Operation) -> bool:
     """A part of a value, read in place by the fusions it joins (`_joins_readers`)."""
     return isinstance(op, jx.PrimOp) and op.primitive.data == "slice"
@@ -132,7 +154,10 @@ class _Facts:
 
     fusible: bool
     broadcast: bool
-    """A broadcast or an iota, which joins its readers (`_joins_readers`)."""
+    """A broadcast or an iota, which joins its readers (`_joins_readers`), or a window of an argument
+    (`_windows_an_argument`)."""
+    window: bool
+    """A window of an argument (`_windows_an_argument`), which its readers may broadcast."""
     ends: bool
     """A reduction, or with `library` a window reduction (`_ends_fusion`)."""
     producer: bool
@@ -156,8 +181,9 @@ class _Facts:
     def of(op: Operation, block: Block, library: bool, position: dict[Operation, int]) -> _Facts:
         single = len(op.results) == 1 and hasattr(op.results[0].type, "get_shape")
         primitive = op.primitive.data if isinstance(op, jx.PrimOp) else None
+        window = _windows_an_argument(op)
         return _Facts(
-            fusible(op), _joins_readers(op), _ends_fusion(op, library),
+            fusible(op), _joins_readers(op) or window, window, _ends_fusion(op, library),
             library and library_graphs.producer(op), library and library_graphs.root(op),
             library and library_graphs.member(op), library and library_graphs.window_reduction(op),
             tuple(position[r] for r in _readers(op, block)) if len(op.results) == 1 else (),
@@ -168,7 +194,8 @@ class _Facts:
         """Whether this op, a fusible op or a reduction, reads `op`'s result element by element as
         its fusion computes it: an op of its shape, or a reduction of it (not a convolution that
         joined a library graph, which reads neighbours)."""
-        return not self.producer and (self.ends or self.shape == op.shape)
+        return not self.producer and (self.ends or self.shape == op.shape
+                                      or op.window and self.fusible and _broadcasts_to(op.shape or (), self.shape or ()))
 
 
 class _Lives:

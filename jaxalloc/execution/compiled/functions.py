@@ -37,7 +37,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import MultiView, NextAttr, Place, ViewsAttr
 from jaxalloc.execution.arena import Layout, from_words, layout_of, to_words
 from jaxalloc.execution.compiled.guards import (
-    INDEXED, ONE_KERNEL_CALL, SMALL_LOOP_BYTES, UNSEEN, bytes_free, compiles_into_one_kernel, hideable, hidden,
+    ONE_KERNEL_CALL, SMALL_LOOP_BYTES, UNSEEN, bytes_free, compiles_into_one_kernel, hideable, hidden, indexes,
     packed, read_all, read_everywhere, spreads,
 )
 from jaxalloc.execution.compiled.kinds import (
@@ -285,7 +285,7 @@ class CompiledFunctions(JxFunctions):
         window = self.window(op, args, places, layout)
         if window is not None:
             return window
-        fenced = isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
+        fenced = indexes(op)
         # an op that reads the arena and writes nothing into it (a callback, values kept outside, such
         # as outputs) hands nothing back that a later write would wait for, and XLA copies the arena
         # where a read of it is not ordered before a later write: every later write waits instead

@@ -165,6 +165,14 @@ read behind a barrier (`arena.read_bytes`). Tested by `test_no_write_makes_xla_c
 ("small operands", "stacked rows")."""
 
 
+def indexes(op: Operation) -> bool:
+    """Whether `op` is, or is a fusion holding, a primitive of `INDEXED` (`jx-fuse` joins a window of
+    an argument to what reads it, where a donated argument lies in the arena)."""
+    if isinstance(op, jx.FusedOp):
+        return any(indexes(inner) for inner in op.body.block.ops)
+    return isinstance(op, jx.PrimOp) and op.primitive.data in INDEXED
+
+
 GROUPED_READ_BYTES = 1024
 """Operands of at most this size are read together (`TracedArena.read_operands`), one pinned buffer
 of their words that XLA cannot merge with an index of the op's own either: for them a kernel costs
