@@ -81,7 +81,7 @@ def test_table_fits_100_columns_and_says_which_figure_to_read(comparison):
     for line, memory, call in zip(lines[-2 - calls:-2], result.xla, result.calls, strict=True):
         assert line == f"call, {memory.flags}: {call.describe()}"
     assert lines[-2] == f"Read: arena vs XLA temp + output - alias ({baseline.flags}): {result.ratio(baseline):.2f}"
-    assert lines[-1] == f"What a call holds vs the same: {result.call_ratio(calls - 1):.2f}"
+    assert lines[-1] == f"What a call holds vs the same: {result.call_ratio(baseline):.2f}"
     if jax.default_backend() == "cpu":
         assert "XLA, matmul fusion off" in lines[3] and baseline.flags == "matmul fusion off"
 
@@ -97,8 +97,8 @@ def test_a_compiled_call_is_set_beside_xla_by_its_parts(comparison):
     run, call = measured.last_run, result.calls[0]
     assert (call.arena, call.kernel_temp, call.outputs, call.total) == (
         run.arena_bytes, run.kernel_temp_bytes, run.output_bytes, run.call_bytes)
-    for k, (memory, call) in enumerate(zip(result.xla, result.calls)):
-        assert result.call_ratio(k) == pytest.approx(call.total / result.xla_bytes(memory))
+    for memory, call in zip(result.xla, result.calls):
+        assert result.call_ratio(memory) == pytest.approx(call.total / result.xla_bytes(memory))
     assert plan.measure_call(None) == result.calls[0]
     fresh = jaxalloc.planned(layer)
     fresh.plan(*ARGS).measure_call(dict(FUSION_OFF))
@@ -119,7 +119,7 @@ def test_a_donated_argument_that_an_output_takes_is_no_new_memory_of_the_call():
     call = result.calls[-1]
     assert call.aliased == w.nbytes == result.donated
     assert call.total == call.arena + call.kernel_temp + call.outputs - w.nbytes
-    assert result.call_ratio(len(result.calls) - 1) == pytest.approx((call.total + w.nbytes) / result.xla_bytes(result.baseline()))
+    assert result.call_ratio(result.baseline()) == pytest.approx((call.total + w.nbytes) / result.xla_bytes(result.baseline()))
     donating(w, x)
     run = donating.last_run
     assert run.aliased_bytes == w.nbytes and run.call_bytes == result.calls[0].total
@@ -127,7 +127,7 @@ def test_a_donated_argument_that_an_output_takes_is_no_new_memory_of_the_call():
 
 def test_a_plan_of_a_mode_without_a_kernel_sets_no_call_beside_xla():
     result = jaxalloc.planned(layer, mode="eager").plan(*ARGS).compare_xla()
-    assert result.calls == () and result.call_ratio(0) is None and "call / XLA" not in str(result)
+    assert result.calls == () and result.call_ratio(result.xla[0]) is None and "call / XLA" not in str(result)
 
 
 def test_plan_with_outputs_inside_compares_the_same(comparison):

@@ -172,11 +172,11 @@ class XlaComparison:
         temp = memory.temp_size_in_bytes
         return self.outside_arena_bytes / temp if temp else None
 
-    def call_ratio(self, index: int) -> float | None:
-        """What a compiled call holds (with the donated bytes, as XLA's figure has them) over XLA's
-        `temp + output - alias` of compilation `index` of `xla`; None without calls or where XLA needs none."""
-        xla = self.xla_bytes(self.xla[index])
-        return (self.calls[index].total + self.donated) / xla if self.calls and xla else None
+    def call_ratio(self, memory: XlaMemory) -> float | None:
+        """What a compiled call with `memory`'s flags holds (with the donated bytes, as XLA's figure has
+        them) over XLA's `temp + output - alias`; None without calls or where XLA needs none."""
+        xla = self.xla_bytes(memory)
+        return (self.calls[self.xla.index(memory)].total + self.donated) / xla if self.calls and xla else None
 
     @property
     def donated(self) -> int:
@@ -201,17 +201,17 @@ class XlaComparison:
                 format_size(m.temp_size_in_bytes),
                 format_size(self.xla_bytes(m)),
                 _ratio(self.ratio(m)),
-                *([_ratio(self.call_ratio(k))] if self.calls else []),
+                *([_ratio(self.call_ratio(m))] if self.calls else []),
             ]
-            for k, m in enumerate(self.xla)
+            for m in self.xla
         ]
         ours = [("jaxalloc arena", self.arena_bytes), ("jaxalloc lower bound", self.lower_bound)]
         if self.total_bytes is not None:
             ours.append(("jaxalloc, no reuse", self.total_bytes))
         rows += [[label, "", "", "", format_size(size), "", *([""] if self.calls else [])] for label, size in ours]
-        baseline = len(self.xla) - 1
+        baseline = self.baseline()
         calls = [f"call, {m.flags}: {call.describe()}" for m, call in zip(self.xla, self.calls)]
-        read = [f"Read: arena vs XLA temp + output - alias{donated} ({self.xla[baseline].flags}): {_ratio(self.ratio(self.xla[baseline]))}"]
+        read = [f"Read: arena vs XLA temp + output - alias{donated} ({baseline.flags}): {_ratio(self.ratio(baseline))}"]
         if self.calls:
             read.append(f"What a call holds{donated} vs the same: {_ratio(self.call_ratio(baseline))}")
         return "\n".join([
