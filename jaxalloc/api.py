@@ -518,9 +518,9 @@ class CompiledRunner(ModeRunner):
         if kernel is None or kernel.kernel is None:
             kernel = self._built(traced, self.plan(traced), variant, store=False)
             kernel.compile(flat_args)
-        executable = kernel.traced(flat_args).lower().compile(compiler_options=compiler_options)
+        temp, aliased = kernel.memory_of(kernel.traced(flat_args).lower().compile(compiler_options=compiler_options))
         outputs = sum(math.prod(a.shape) * a.dtype.itemsize for a in traced.closed_jaxpr.out_avals)
-        return CallMemory(kernel.arena_bytes, kernel.temp_beside_arena(executable), outputs, kernel.aliased_outputs(executable))
+        return CallMemory(kernel.arena_bytes, temp, outputs, aliased)
 
     def cache_key(self, traced: _Traced, variant) -> str | None:
         """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is

@@ -304,18 +304,18 @@ class CompiledRun:
         return self.traced(args).lower().compile()
 
     def memory(self, args: Sequence[Any]) -> tuple[int, int]:
-        """XLA's temp memory of the kernel beside the arena, and the output bytes it computes in donated
-        arguments' memory (compiled again to be read, once: a kernel is built for one signature)."""
+        """`memory_of` the kernel's executable for `args` (compiled again to be read, once: a kernel is
+        built for one signature)."""
         if self._memory is None:
-            executable = self.executable(args)
-            self._memory = self.temp_beside_arena(executable), self.aliased_outputs(executable)
+            self._memory = self.memory_of(self.executable(args))
         return self._memory
 
-    def aliased_outputs(self, executable) -> int:
-        """The output bytes of an executable of the kernel that XLA computes in donated arguments'
-        memory, no new memory (an arena taken and handed back is the arena)."""
+    def memory_of(self, executable) -> tuple[int, int]:
+        """XLA's temp memory of an executable of the kernel beside the arena (`temp_beside_arena`), and
+        the output bytes it computes in donated arguments' memory, no new memory (an arena taken and
+        handed back is the arena)."""
         kept = 0 if self.makes_arena else self.words * self.word.itemsize
-        return max(0, int(executable.memory_analysis().alias_size_in_bytes) - kept)
+        return self.temp_beside_arena(executable), max(0, int(executable.memory_analysis().alias_size_in_bytes) - kept)
 
     def temp_beside_arena(self, executable) -> int:
         """XLA's temp memory of an executable of the kernel but the arena's: a kernel that makes its
