@@ -253,7 +253,8 @@ def test_large_closed_constants_stay_out_of_the_ir():
 
 
 def test_small_constants_are_shown():
-    text = str(_lower("closed_over_constants"))
+    program = BY_NAME["closed_over_constants"]
+    text = str(jaxalloc.planned(program.fn, passes=()).lower(*program.make_args()))
     assert '%b = jx.const[0] "[ 0.5, -1. ,  2. ]" : tensor<3xf32>' in text  # closed-over numpy array
     assert '%c = jx.const[1] "[0. , 0.5, 1. ]" : tensor<3xf32>' in text  # closed-over jax array
 

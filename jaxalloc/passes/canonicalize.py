@@ -7,11 +7,13 @@ broadcast into an elementwise op the op's own implicit broadcasting, a division 
 product with its reciprocal, a reduction over dimensions of size 1 a reshape (a view), a loop
 result that is always its init operand that operand, a split one slice per part (which fusions
 read in place), a loop of one round its body (and one of at most one round a case, whose result
-carries nothing round). Each rewrite gives the values `jax.jit` gives (XLA rewrites the same
-way) and keeps a value alive longer only in place of a removed one at least as large, so no plan
-after it needs more memory; but for that case, whose result and branch values may be alive
-together where the loop's ring held them in turn (21 of random programs 0-50,399 plan a larger
-arena after it, 1,238 a smaller one).
+carries nothing round). A value that only constants determine becomes a constant, as XLA's
+constant folding makes it (`constant_folding`, run first where the side table holds the
+constants' arrays). Each rewrite gives the values `jax.jit` gives (XLA rewrites the same way) and
+keeps a value alive longer only in place of a removed one at least as large, so no plan after it
+needs more memory; but for the case of a loop of at most one round, whose result and branch
+values may be alive together where the loop's ring held them in turn (21 of random programs
+0-50,399 plan a larger arena after it, 1,238 a smaller one).
 
 Two rewrites go further than XLA: the gradient of a max or min pool whose windows tile its input
 becomes selects XLA fuses into one kernel, where XLA's own expansion of it keeps index arrays the
@@ -55,6 +57,7 @@ from jaxalloc.frontend.bindings import Binding, BindTable
 from jaxalloc.frontend.convert import const_op, const_text, glue_jaxpr, printable_params
 from jaxalloc.frontend.types import dtype_of, tensor_type
 from jaxalloc.passes import pool_gradient, random_bits
+from jaxalloc.passes.constant_folding import fold_constants
 from jaxalloc.passes.dead_code import DeadCodePass
 from jaxalloc.passes.printed_params import UNREADABLE, printed_param
 from jaxalloc.analysis.liveness import defined_in
@@ -760,9 +763,11 @@ PATTERNS = (
 
 
 def canonicalize(module: ModuleOp, table: BindTable | None = None, patterns=PATTERNS) -> None:
-    """Apply `patterns` everywhere in `module` (loop bodies and branches included) until none
-    applies, then remove what the rewrites left unread (`jx-dce`); new bindings go into `table`
-    where there is one."""
+    """Fold what only constants determine (where `table` holds their arrays), apply `patterns`
+    everywhere in `module` (loop bodies and branches included) until none applies, then remove what
+    the rewrites left unread (`jx-dce`); new bindings go into `table` where there is one."""
+    if table is not None:
+        fold_constants(module, table)
     rebind = Rebinder.of(module, table)
     applier = GreedyRewritePatternApplier([pattern(rebind) for pattern in patterns], dce_enabled=False)
     PatternRewriteWalker(applier, apply_recursively=True).rewrite_module(module)
