@@ -596,6 +596,22 @@ def test_what_would_grow_a_constant_copy_or_call_back_still_runs():
     _checked(fn, X)
 
 
+def test_a_collective_of_constants_still_runs():
+    """A collective binds only inside its mesh axes (`shard_map` runs the planned function there); a
+    reduction over dimensions folds."""
+    module = parse_module('''builtin.module {
+  jx.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<f32>) {
+    %c = jx.const[0] : tensor<4xf32>
+    %p = jx.prim "ppermute"[1](%c) {axis_name = "('x',)", perm = "((0, 1), (1, 0))"} : (tensor<4xf32>) -> tensor<4xf32>
+    %m = jx.prim "pmax"[2](%c) {axes = "('x',)"} : (tensor<4xf32>) -> tensor<4xf32>
+    %s = jx.prim "reduce_sum"[3](%c) {axes = "(0,)"} : (tensor<4xf32>) -> tensor<f32>
+    %y = jx.prim "add"[4](%p, %m) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    jx.yield %y, %s : tensor<4xf32>, tensor<f32>
+  }
+}''')
+    assert [op.primitive.data for op in foldable(module)] == ["reduce_sum"]
+
+
 def _max_pool(x):
     return lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
 

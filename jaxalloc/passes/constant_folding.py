@@ -11,8 +11,8 @@ The folded values are XLA's own: every foldable op of a function is evaluated by
 them with the constants embedded, which XLA folds with the evaluator it folds jit's constants with.
 Like XLA, an op whose result has more elements than its operands together (a broadcast, an iota) is
 left to run, so that no constant grows the executable, and so are ops with an effect or a callback,
-copies (a copy of a constant is a value the program means to update, a loop's state) and random
-keys.
+copies (a copy of a constant is a value the program means to update, a loop's state), collectives
+(which bind only inside their mesh axes: `shard_map` runs the planned function) and random keys.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from jaxalloc.dialects import jx
 from jaxalloc.dialects.jx import KeyType
 from jaxalloc.frontend.bindings import BindTable
 from jaxalloc.frontend.convert import const_op
+from jaxalloc.passes.printed_params import printed_param
 
 NEVER_FOLDED = frozenset({"copy", "rng_uniform", "pure_callback", "io_callback", "debug_callback"})
 """Primitives left to run whatever their operands: copies (a program's fresh, mutable value), draws
@@ -74,6 +75,8 @@ def foldable(module: ModuleOp) -> list[jx.PrimOp]:
 def _folds(op: jx.PrimOp, known: set[SSAValue]) -> bool:
     if op.effect is not None or op.primitive.data in NEVER_FOLDED or isinstance(op.parent_op(), jx.FusedOp):
         return False
+    if _names_an_axis(op):
+        return False
     if not all(value in known for value in op.operands):
         return False
     values = [*op.operands, *op.results]
@@ -81,6 +84,15 @@ def _folds(op: jx.PrimOp, known: set[SSAValue]) -> bool:
         return False
     produced = sum(_elements(value) for value in op.results)
     return produced <= min(LARGEST_FOLDED, sum(_elements(value) for value in op.operands))
+
+
+def _names_an_axis(op: jx.PrimOp) -> bool:
+    """Whether `op` is a collective: its `axis_name` or `axes` names a mesh axis, not a dimension."""
+    for name in ("axis_name", "axes"):
+        named = printed_param(op, name)
+        if named is not None and any(not isinstance(axis, int) for axis in (named if isinstance(named, tuple) else (named,))):
+            return True
+    return False
 
 
 def _elements(value: SSAValue) -> int:
