@@ -183,11 +183,10 @@ def _backend_compiles(call) -> int:
 def test_the_kernel_makes_its_arena_itself():
     """Without `keep_arena` the kernel takes no arena and hands none back: it makes the arena, a buffer
     of its own temp memory, once, and a call compiles and dispatches the kernel alone (a new array
-    donated to each call was an executable and a dispatch of its own). The planning before it
-    compiles the folding of the mean's scale (`constant_folding`)."""
+    donated to each call was an executable and a dispatch of its own)."""
     args = (STEP_ARGS[0], STEP_ARGS[1][:, :3])  # shapes of their own: no executable of another test serves them
     planned = jaxalloc.planned(_step)
-    assert _backend_compiles(lambda: planned.lower(*args)) == 1
+    planned.lower(*args)  # planning folds the mean's scale: an executable other tests' plans may share
     assert _backend_compiles(lambda: planned(*args)) == 1
     kernel = _kernel(planned)
     assert kernel.makes_arena and planned.last_run.arena_bytes > 0
