@@ -75,9 +75,7 @@ def foldable(module: ModuleOp) -> list[jx.PrimOp]:
 def _folds(op: jx.PrimOp, known: set[SSAValue]) -> bool:
     if op.effect is not None or op.primitive.data in NEVER_FOLDED or isinstance(op.parent_op(), jx.FusedOp):
         return False
-    if _names_an_axis(op):
-        return False
-    if not all(value in known for value in op.operands):
+    if not all(value in known for value in op.operands) or _names_an_axis(op):
         return False
     values = [*op.operands, *op.results]
     if any(isinstance(value.type.element_type, KeyType) for value in values):
