@@ -1,7 +1,9 @@
 """Mutation test of the two plan checkers: corrupt valid plans at random, count who notices.
 
 Each corruption (`jaxalloc/testing/mutations.py`: move a slot onto another value's, swap two slots, shorten a
-ring, drop a keep-alive) is applied to the plan of a corpus or random program; the corrupted module
+ring, drop a keep-alive) is applied to the plan of a corpus or random program (the plan a call runs, and
+the plan of every value in the arena: a random program's values are all small, which the first
+leaves to XLA); the corrupted module
 runs through the static plan checker, in the arena (is the result changed?) and checked (does the
 sanitizer raise?). Prints one row per kind of corruption.
 
@@ -11,6 +13,7 @@ sanitizer raise?). Prints one row per kind of corruption.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import time
 from collections import Counter
@@ -35,10 +38,10 @@ def main() -> None:
     start = time.perf_counter()
     programs = [(p.name, p.fn, p.make_args()) for p in PROGRAMS]
     programs += [(f"seed {s}", *random_program(s)) for s in range(options.seeds)]
-    for name, fn, args in programs:
+    for (name, fn, args), inside in itertools.product(programs, (False, True)):
         planned = jaxalloc.planned(fn)
         table = planned._traced(args, {}).converted.table
-        plan = planned.plan(*args)
+        plan = planned.plan(*args, include_outputs=inside)
         flat = jax.tree_util.tree_leaves(args)
         valid = run_plan(plan.module, table, flat)
         for kind in KINDS:

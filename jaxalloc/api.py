@@ -413,8 +413,9 @@ class ModeRunner:
     arena as plain arrays."""
 
     mode: ClassVar[str]
-    plan_options: ClassVar[PlanOptions] = KERNEL_PLAN
-    """The plan this mode runs: what `Planned.plan()` gives."""
+    plan_options: PlanOptions = KERNEL_PLAN
+    """The plan this mode runs: what `Planned.plan()` gives (another for one runner, where a test
+    would run programs of small values with the arena's rings and views; `differential.check_program`)."""
 
     def __init__(self, options: PlannedOptions):
         self.options = options

@@ -25,7 +25,7 @@ from jaxalloc.execution.compiled.offsets import TRACED
 from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
-from jaxalloc.testing.differential import assert_same, check_program, check_random_program
+from jaxalloc.testing.differential import SMALL_VALUES_PLACED, assert_same, check_program, check_random_program
 from jaxalloc.testing.random_programs import random_program
 from test_corpus import _jaxpr_primitives
 
@@ -55,11 +55,14 @@ def test_corpus_program_compiled(program):
     assert (planned.last_run.mode, planned.last_run.copied_bytes) == ("compiled", 0)
 
 
+@pytest.mark.parametrize("plan", [SMALL_VALUES_PLACED, None], ids=["small values placed", "kernel plan"])
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
-def test_random_program_compiled(seed):
+def test_random_program_compiled(seed, plan):
+    """Each program with its small values in the arena (`check_random_program`'s plan), and with the
+    kernel's own plan, which leaves them all to XLA: a kernel of the module's ops alone."""
     program = random_program(seed)
     try:
-        check_random_program(program, mode="compiled")
+        check_random_program(program, mode="compiled", plan=plan)
     except Exception as e:
         raise AssertionError(f"random program of seed {seed} failed:\n{program.describe()}") from e
 

@@ -15,6 +15,7 @@ executes): if the planned result matches that one, the check passes and warns wi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections import Counter
@@ -27,7 +28,7 @@ from jax._src import core
 from xdsl.dialects.builtin import ModuleOp
 
 import jaxalloc
-from jaxalloc.api import DEFAULT_PASSES
+from jaxalloc.api import DEFAULT_PASSES, KERNEL_PLAN, PlanOptions
 from jaxalloc.dialects import jx
 from jaxalloc.frontend.convert import Converted, parse_module
 from jaxalloc.frontend.types import byte_size
@@ -52,6 +53,13 @@ AVX512-FP16 for float16), while op-by-op execution, like `jax.disable_jit()`, ro
 a result differs by an ulp of the narrow type or a little more, whatever type it is stored in:
 a float32 result of float16 math is only as good as float16. eps is 2**-10 for float16 (rtol 3.9e-3),
 2**-7 for bfloat16 (3.1e-2), 2**-3 and 2**-2 for the float8 types (0.5 and 1.0)."""
+
+
+SMALL_VALUES_PLACED = dataclasses.replace(KERNEL_PLAN, small_outside=False)
+"""The compiled kernel's plan with its small values in the arena, the plan random programs run: every
+value of theirs is small, so the kernel's own plan leaves all of them to XLA, and its arena empty,
+where this one places their loops' rings, toggles and views in the arena, as a program of larger
+values has them."""
 
 
 THOROUGH = os.environ.get("JAXALLOC_THOROUGH") == "1"
@@ -266,8 +274,10 @@ def _program_name(fn) -> str:
     return name
 
 
-def check_program(fn, *args, mode: str = "arena", name: str | None = None, passes=DEFAULT_PASSES) -> jaxalloc.Planned:
-    """The whole differential check for `fn(*args)` run in `mode`; returns the planned function.
+def check_program(fn, *args, mode: str = "arena", name: str | None = None, passes=DEFAULT_PASSES,
+                  plan: PlanOptions | None = None) -> jaxalloc.Planned:
+    """The whole differential check for `fn(*args)` run in `mode` (running `plan`, by default the
+    mode's own, `ModeRunner.plan_options`); returns the planned function.
 
     The planned result must match `jax.jit`'s within `program_tolerance`, or else the op-by-op
     reference (`jax.disable_jit()`): then jit is the one that is off, and the check warns with
@@ -275,11 +285,11 @@ def check_program(fn, *args, mode: str = "arena", name: str | None = None, passe
     `jit_disagreement` is that `Disagreement`, or None. `name` names the program in messages
     (default: the function's name).
     """
-    return check_modes(fn, *args, modes=(mode,), name=name, passes=passes)[mode]
+    return check_modes(fn, *args, modes=(mode,), name=name, passes=passes, plan=plan)[mode]
 
 
 def check_modes(fn, *args, modes: tuple[str, ...], name: str | None = None,
-                passes=DEFAULT_PASSES) -> dict[str, jaxalloc.Planned]:
+                passes=DEFAULT_PASSES, plan: PlanOptions | None = None) -> dict[str, jaxalloc.Planned]:
     """`check_program` in each of `modes`, by mode: the program traced, planned from its printed and
     parsed-back module, and run by `jax.jit`, once for all of them."""
     name = name or _program_name(fn)
@@ -290,6 +300,8 @@ def check_modes(fn, *args, modes: tuple[str, ...], name: str | None = None,
     checked = {}
     for mode in modes:
         planned = checked[mode] = jaxalloc.planned(fn, mode=mode, passes=passes)
+        if plan is not None:
+            planned._runner.plan_options = plan
         planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in first._cache.items()}
         result = planned(*args)
         if mode == "compiled":
@@ -528,14 +540,16 @@ def check_callbacks(program, planned: jaxalloc.Planned) -> None:
             left.pop(match)
 
 
-def check_random_program(program, mode: str = "checked", passes=()) -> jaxalloc.Planned:
-    """The differential check of one random program in `mode` (after `passes`), no bytes copied in an
-    arena run, and the same callback calls as jit. Returns the planned function.
+def check_random_program(program, mode: str = "checked", passes=(),
+                         plan: PlanOptions | None = SMALL_VALUES_PLACED) -> jaxalloc.Planned:
+    """The differential check of one random program in `mode` (after `passes`, running `plan`), no
+    bytes copied in an arena run, and the same callback calls as jit. Returns the planned function.
 
     By default no pass runs: the planner sees the program as generated, dead loops and branches
-    included (the generator makes many, and they are its nested control flow)."""
+    included (the generator makes many, and they are its nested control flow); and the plan places
+    the program's small values in the arena (`SMALL_VALUES_PLACED`; `plan=None`: the mode's own plan)."""
     fn, args = program
-    planned = check_program(fn, *args, mode=mode, passes=passes)
+    planned = check_program(fn, *args, mode=mode, passes=passes, plan=plan)
     if program.log.ordered:
         check_callbacks(program, planned)
     if mode != "eager" and planned.last_run.copied_bytes:
