@@ -463,6 +463,25 @@ def test_the_sanitizer_raises_where_a_corrupted_plan_would_compute_a_wrong_answe
     np.testing.assert_allclose(expected, jax.jit(two_live_values)(x), rtol=1e-6)
 
 
+def test_the_sanitizer_raises_where_a_slot_reaches_past_the_arena():
+    """A write past the arena's end lands clamped onto the values at its end; the sanitizer's shadow
+    of the bytes had taken it where the plan said (a corrupted plan of a convolution's gradient,
+    `benchmarks/mutations.py`, changed the result and ran checked without a word)."""
+    def two_live_values(x):
+        s = jnp.sin(x)
+        return jnp.sum(s * jnp.cos(x) + s)
+
+    x = jnp.linspace(0.0, 1.0, 256)
+    planned = jaxalloc.planned(two_live_values, mode="checked", passes=AS_TRACED)
+    planned(x)
+    plan, _, layouts = next(iter(next(iter(planned._cache.values())).plans.values()))
+    cos = next(op for op in plan.module.walk() if isinstance(op, jx.PrimOp) and op.primitive.data == "cos")
+    cos.attributes["mem.slot"] = SlotAttr(plan.arena_bytes - 512, 1024)
+    layouts.clear()
+    with pytest.raises(jaxalloc.PlanViolation, match=r"%\w+ \(cos test_trust.py:\d+\) writes bytes \[\d+, \d+\), past the arena's \d+ bytes"):
+        planned(x)
+
+
 def test_the_sanitizer_names_the_round():
     def loop(x):  # the loop's result in no output's memory: its ring is in the arena
         k = lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) + c, x * 1.0)

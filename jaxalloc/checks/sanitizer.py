@@ -2,7 +2,8 @@
 
 Every write into the arena records, byte by byte, which value (in which loop round) owns those
 bytes now; every read checks that all its bytes still belong to the value the run expects there
-(or to another copy of the same bytes: two views of one value, each written where the plan put it).
+(or to another copy of the same bytes: two views of one value, each written where the plan put it),
+and no read or write reaches past the arena's end.
 So a plan that lets one value overwrite another before its last read raises `PlanViolation` at
 that read, naming both values, their source lines and rounds, instead of computing a wrong
 answer. It checks what the run does (the ops executed, the branches taken, the rounds run), not
@@ -56,6 +57,7 @@ class ShadowArena(Arena):
                 continue
             if not isinstance(value, Tagged):
                 raise PlanViolation(f"{self._doing()} reads arena offset {value}, which no write of this run placed")
+            self._within(value, layout, "reads")
             owners = self.owner[value : value + layout.nbytes]
             wrong = np.flatnonzero(owners != value.write)
             key = self.same_bytes.get(value.write)
@@ -87,6 +89,7 @@ class ShadowArena(Arena):
         tagged = []
         for k, (value, layout) in enumerate(zip(results, layouts)):
             if isinstance(value, int):
+                self._within(value, layout, "writes")
                 write = len(self.writes)
                 self.writes.append(self._what(k))
                 self.owner[value : value + layout.nbytes] = write
@@ -95,6 +98,12 @@ class ShadowArena(Arena):
                 value = Tagged(value, write)
             tagged.append(value)
         return tuple(tagged)
+
+    def _within(self, offset: int, layout: Layout, does: str) -> None:
+        """Bytes past the arena's end would be clamped into it, onto whatever lies at its end."""
+        if offset + layout.nbytes > len(self.owner):
+            raise PlanViolation(f"{self._doing()} {does} bytes [{offset}, {offset + layout.nbytes}), past the "
+                                f"arena's {len(self.owner)} bytes")
 
     def _source_key(self, source: Located) -> object:
         """What a copy of `source` holds: the bytes of the write it was read from, or an array outside."""
