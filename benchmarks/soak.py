@@ -198,6 +198,7 @@ def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = (),
             planned = None
         else:
             planned = check_random_program(program, mode, passes)
+            outcome["arena"] = planned.last_run.arena_bytes
         disagreement = getattr(planned, "jit_disagreement", None)
         if disagreement is not None:  # passed against jax.disable_jit(), reported by differential.py
             outcome.update({"class": "jit disagrees with disable_jit", "detail": disagreement.message.splitlines()[0]})
@@ -243,7 +244,9 @@ def report(outcomes: list[dict]) -> list[str]:
             failing.update(o["features"])
             by_class[o["class"]].append(o)
     failed = sum(len(v) for v in by_class.values())
-    lines = [f"{len(outcomes):,} programs, {len(outcomes) - failed:,} passed, {failed:,} failed", ""]
+    in_arena = sum(1 for o in outcomes if o.get("arena"))
+    lines = [f"{len(outcomes):,} programs, {len(outcomes) - failed:,} passed, {failed:,} failed; "
+             f"{in_arena:,} of those that passed ran with an arena", ""]
     rows = [["all programs", f"{len(outcomes):,}", f"{failed:,}"]]
     rows += [[f, f"{n:,}", f"{failing[f]:,}"] for f, n in sorted(programs.items(), key=lambda kv: (-kv[1], kv[0]))]
     lines += markdown_table(["feature", "programs", "failing"], rows) + [""]
