@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 import jaxalloc
 from jaxalloc.allocators import ALLOCATORS
+from jaxalloc.api import DEFAULT_PASSES
 from jaxalloc.checks.plan_check import OverBudget, check_planned
 from jaxalloc.dialects import jx
 from jaxalloc.dialects.mem import NextAttr
@@ -18,7 +19,7 @@ from jaxalloc.planning import replanning
 from jaxalloc.planning.assignment import Carry, plan_function
 from jaxalloc.planning.plan import make_plan
 from jaxalloc.testing.corpus import PROGRAMS
-from jaxalloc.testing.differential import AS_TRACED, check_program
+from jaxalloc.testing.differential import AS_TRACED, check_program, check_random_program
 from jaxalloc.testing.random_programs import random_program
 
 MiB = 1 << 20
@@ -892,6 +893,44 @@ def test_an_inner_ring_whose_init_operand_is_another_position_s_next_value_lies_
     assert plan.check().copies == ()
     for mode in ("checked", "compiled"):
         assert check_program(_inner_loop_from_another_position_s_next_value, *args, mode=mode).last_run.copied_bytes == 0
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+def test_a_toggle_ring_that_may_be_handed_back_a_value_of_the_arena_stays_in_it_where_its_result_is_an_output(mode):
+    """A branch may hand the carried value back, so the position toggles, and its first round reads
+    its init operand where it lies: in the arena, where the body reads it too. The loop's result is
+    an output, so its ring was XLA's loop buffer, and the round that handed the init operand back
+    read it out of the arena into it; the ring stays in the arena instead, as a ring of several
+    slots does, and the output is read out of it once the loop ends."""
+
+    def toggling(a):
+        x = jnp.tanh(a)
+        return lax.fori_loop(0, 3, lambda i, c: lax.cond(c.sum() > 0, lambda v: v, lambda v: v * x, c), x)
+
+    a = jnp.ones(256)
+    planned = check_program(toggling, a, mode=mode)
+    assert planned.last_run.copied_bytes == 0
+    plan = planned.plan(a)
+    assert plan.check().copies == ()
+    loop = next(op for op in plan.module.walk() if isinstance(op, jx.WhileOp))
+    views = loop.attributes["mem.views"].data[-1]
+    assert views.toggles and len(views.slots.data) == 1
+
+
+@pytest.mark.parametrize("mode", ["checked", "compiled"])
+@pytest.mark.parametrize("seed", [1418, 1442, 1618])
+def test_loops_whose_results_are_outputs_copy_nothing_with_the_small_values_placed(seed, mode):
+    """Random programs whose loop results are outputs outside the arena, planned after the default
+    passes with their small values in the arena. 1418 and 1442: a toggle ring in a branch, in the
+    memory of a case result that is an output, may be handed back its init operand, which lies in
+    the arena (a value of the function's block): the case result stays in the arena. 1618: an outer
+    loop's rotation (`(k, l, m) -> (k + 1, m, inner(l))`) whose results are outputs has a ring of
+    two slots, in the arena, but was planned as if it were XLA's loop buffer: the carried value
+    `l` was not `unsettled`, so the inner loop's ring began in `l`'s slot, in the body's memory,
+    and its result was copied into the outer ring every round."""
+    program = random_program(seed)
+    planned = check_random_program(program, mode=mode, passes=DEFAULT_PASSES)
+    assert planned.plan(*program.args).check().copies == ()
 
 
 @pytest.mark.parametrize("seed", [18524, 31144])

@@ -71,6 +71,7 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
         self.no_fold: set[SSAValue] = set()  # results that may be views of other memory: not overwritten (`views_outside`)
         self.views_only: set[SSAValue] = set()  # loop results that are always one of several other values
         self._reads_inside: dict[Operation, set[SSAValue]] = {}  # region op -> values its regions read
+        self._toggle_checks: set[SSAValue] = set()  # buffers `toggles_from_arena` is looking into
         for group in context.aliases:  # block arguments that are one value in the rounds that may fold into them
             for value in group[1:]:
                 self.buffers.join(value, group[0])
@@ -95,12 +96,14 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
         """The plan of `block` (a region of one of this block's ops) in `context`."""
         return BlockPlanner(block, context).run()
 
-    def external(self, value: SSAValue) -> bool:
+    def external(self, value: SSAValue, ring: int = 1) -> bool:
         """Stored outside this block's memory: defined elsewhere, a constant, or marked outside.
 
         A loop ring of several slots stays in the arena even when the loop's result is an output:
-        the result is whichever slot the last round wrote; but with `small_outside`, a ring of
-        small values is XLA's loop state. An output computed into a donated argument's memory stays in
+        the result is whichever slot the last round wrote (`ring`: the slots a loop result's ring
+        has at least, where the loop is being planned); but with `small_outside`, a ring of small
+        values is XLA's loop state. A toggle ring a round may hand back a value of the arena stays
+        there too (`toggles_from_arena`). An output computed into a donated argument's memory stays in
         the arena: the argument is there from the start.
         """
         root = self.buffers.find(value)
@@ -111,9 +114,44 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
             return False
         if self.options.small_outside and is_small(root):
             return True  # a loop's ring of small values too: XLA's loop state
-        if any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
+        if ring > 1 or any(self.rings.get(m, (0, 1))[1] > 1 for m in group):
             return False
-        return any(m in self.outside for m in group)
+        return any(m in self.outside for m in group) and not self.toggles_from_arena(root, group)
+
+    def toggles_from_arena(self, root: SSAValue, group: list[SSAValue]) -> bool:
+        """Whether the memory of `root`'s buffer (`group`) holds a toggle ring, a loop result's of this
+        block or a branch's that a case result holds, that a round may hand back a value lying in
+        the arena (an init operand read in place, a value from outside the loop): in XLA's loop
+        state, that round would read it out of the arena."""
+        if root in self._toggle_checks:
+            return False  # a value a ring of its own may be handed back
+        self._toggle_checks.add(root)
+        try:
+            handed, pending = [], [(m, (self.plan,)) for m in group]
+            while pending:
+                value, scopes = pending.pop()
+                plan = scopes[-1]
+                handed.extend((v, scopes) for v in plan.toggled_from.get(value, ()))
+                if isinstance(value.owner, jx.CaseOp) and value.owner in plan.regions:
+                    pending.extend((r, (*scopes, branch)) for branch in plan.regions[value.owner][1]
+                                   for r, into in branch.placed_in.items() if into is value)
+            return any(self.in_arena(v, scopes) for v, scopes in handed)
+        finally:
+            self._toggle_checks.discard(root)
+
+    def in_arena(self, value: SSAValue, scopes: tuple[BlockPlan, ...]) -> bool:
+        """Whether `value` lies in the arena: a value of this block that is not `external`, or of a
+        block within it (planned as the last of `scopes` that holds it) that its plan places in its
+        memory, or in that of a parent value in the arena."""
+        for depth in range(len(scopes) - 1, 0, -1):
+            plan = scopes[depth]
+            if value in plan.roots:
+                root = plan.roots[value]
+                if any(plan.roots.get(m) is root for buffer in plan.buffers for m in buffer.values):
+                    return True
+                parent = next((into for v, into in plan.placed_in.items() if plan.roots.get(v) is root), None)
+                return parent is not None and self.in_arena(parent, scopes[:depth])
+        return defined_in(value, self.block) and not self.external(value)
 
     def viewers(self, root: SSAValue) -> set[SSAValue]:
         """The values that may be a view of `root`'s buffer (a case result viewing what a branch hands

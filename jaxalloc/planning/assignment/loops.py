@@ -71,8 +71,10 @@ class LoopPlanning:
         holders = frozenset(results[c] for c, (delay, _) in graph.longest.items() if delay == 1 or self.options.followed_rings)
         followed = {a: results[c] for a, c in graph.origin_of.items()}
         # carried values that round 0 finds where an init operand is, outside their ring in the arena
-        unsettled = frozenset(
-            args[p] for c, (_, p) in graph.longest.items() if (c not in eligible or p != c) and not self.external(results[c]))
+        # (a ring that holds a value more than a round has several slots, in the arena where the
+        # result is an output too)
+        unsettled = frozenset(args[p] for c, (delay, p) in graph.longest.items()
+                              if (c not in eligible or p != c) and not self.external(results[c], ring=delay))
         # carried values of lone positions that another position's next value may be (an inner loop
         # that runs no round hands back its init operand): kept in their slot a round longer
         lent = frozenset(args[c] for c in graph.longest if c not in graph.followers)
