@@ -1,11 +1,11 @@
 """Mutation test of the two plan checkers: corrupt valid plans at random, count who notices.
 
 Each corruption (`jaxalloc/testing/mutations.py`: move a slot onto another value's, swap two slots, shorten a
-ring, drop a keep-alive) is applied to the plan of a corpus or random program (the plan a call runs, and
-the plan of every value in the arena: a random program's values are all small, which the first
-leaves to XLA); the corrupted module
-runs through the static plan checker, in the arena (is the result changed?) and checked (does the
-sanitizer raise?). Prints one row per kind of corruption.
+ring, drop a keep-alive) is applied to two plans of a corpus or random program: the plan a call
+runs, and the plan of every value in the arena (a random program's values are all small, and the
+first leaves them to XLA). The corrupted module runs through the static plan checker, in the arena
+(is the result changed?) and checked (does the sanitizer raise?). Prints one row per kind of
+corruption.
 
     python benchmarks/mutations.py [--seeds 100] [--per-program 3]
 """

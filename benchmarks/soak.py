@@ -4,9 +4,9 @@ Each seed's program (`jaxalloc/testing/random_programs.py`) goes through the che
 `jaxalloc.testing.differential.check_random_program`: convert, print, parse back and verify,
 run planned in `--mode` with its small values in the arena (`SMALL_VALUES_PLACED`) and compare
 with `jax.jit`, no bytes copied in an arena run (`last_run.copied_bytes`), the same debug callback
-calls as jit. Progress goes to stderr; at the
-end it prints a Markdown table of programs by generator feature and one of failures by class
-with the first failing seeds of each (rebuild one with `random_program(seed).describe()`).
+calls as jit. Progress goes to stderr; at the end it prints a Markdown table of programs by
+generator feature and one of failures by class with the first failing seeds of each (rebuild one
+with `random_program(seed).describe()`), and how many of the programs ran with an arena.
 
 Classes: `wrong answer` (matches neither `jax.jit` nor `jax.disable_jit()`), `wrong weak type` (the
 same, by weak types alone), `wrong callback calls`, `plan violation` (`jaxalloc.PlanViolation`),
