@@ -127,6 +127,15 @@ def test_generator_covers_the_constructs():
         assert counts[name] >= minimum, f"only {counts[name]} programs with {name}: {counts}"
 
 
+def test_random_programs_run_their_loops_in_the_arena():
+    """Every value of a random program is small, which the kernel's own plan leaves to XLA: the
+    check runs them with their small values placed (`SMALL_VALUES_PLACED`), or it would run no
+    ring, toggle or view of the arena. Most programs with a loop run with an arena."""
+    looping = [seed for seed in range(24) if "jx.while" in _ir(seed)]
+    in_arena = [seed for seed in looping if check_random_program(random_program(seed)).last_run.arena_bytes]
+    assert len(looping) >= 12 and len(in_arena) >= len(looping) // 2, (looping, in_arena)
+
+
 @pytest.mark.parametrize("seed", [0, 7, 101])
 def test_same_seed_same_program(seed):
     first, second = random_program(seed), random_program(seed)
