@@ -17,8 +17,6 @@ copies (a copy of a constant is a value the program means to update, a loop's st
 
 from __future__ import annotations
 
-import math
-
 import jax
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
@@ -80,8 +78,8 @@ def _folds(op: jx.PrimOp, known: set[SSAValue]) -> bool:
     values = [*op.operands, *op.results]
     if any(isinstance(value.type.element_type, KeyType) for value in values):
         return False
-    produced = sum(_elements(value) for value in op.results)
-    return produced <= min(LARGEST_FOLDED, sum(_elements(value) for value in op.operands))
+    produced = sum(value.type.element_count() for value in op.results)
+    return produced <= min(LARGEST_FOLDED, sum(value.type.element_count() for value in op.operands))
 
 
 def _names_an_axis(op: jx.PrimOp) -> bool:
@@ -91,10 +89,6 @@ def _names_an_axis(op: jx.PrimOp) -> bool:
         if named is not None and any(not isinstance(axis, int) for axis in (named if isinstance(named, tuple) else (named,))):
             return True
     return False
-
-
-def _elements(value: SSAValue) -> int:
-    return math.prod(value.type.get_shape())
 
 
 def _evaluate(folded: list[jx.PrimOp], read: list[SSAValue], table: BindTable) -> list:

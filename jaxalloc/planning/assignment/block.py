@@ -72,7 +72,6 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
         self.views_only: set[SSAValue] = set()  # loop results that are always one of several other values
         self._reads_inside: dict[Operation, set[SSAValue]] = {}  # region op -> values its regions read
         self._toggle_checks: set[SSAValue] = set()  # buffers `toggles_from_arena` is looking into
-        self._buffered: dict[int, tuple[BlockPlan, set[SSAValue]]] = {}  # a region's plan -> its buffers' roots
         for group in context.aliases:  # block arguments that are one value in the rounds that may fold into them
             for value in group[1:]:
                 self.buffers.join(value, group[0])
@@ -148,18 +147,11 @@ class BlockPlanner(CasePlanning, LoopPlanning, PoolPlanning):
             plan = scopes[depth]
             if value in plan.roots:
                 root = plan.roots[value]
-                if root in self._buffer_roots(plan):
+                if root in plan.buffer_roots:
                     return True
                 parent = next((into for v, into in plan.placed_in.items() if plan.roots.get(v) is root), None)
                 return parent is not None and self.in_arena(parent, scopes[:depth])
         return defined_in(value, self.block) and not self.external(value)
-
-    def _buffer_roots(self, plan: BlockPlan) -> set[SSAValue]:
-        """The roots of the values in `plan`'s own buffers, found once per plan."""
-        known = self._buffered.get(id(plan))
-        if known is None or known[0] is not plan:
-            known = self._buffered[id(plan)] = (plan, {plan.roots.get(m) for buffer in plan.buffers for m in buffer.values})
-        return known[1]
 
     def viewers(self, root: SSAValue) -> set[SSAValue]:
         """The values that may be a view of `root`'s buffer (a case result viewing what a branch hands

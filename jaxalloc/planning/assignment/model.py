@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from xdsl.ir import Operation, SSAValue
 
@@ -91,6 +92,11 @@ class BlockPlan:
     """Values computed apart from another the same parent value may be, alive together, by value: in
     a loop body into the `n`-th free slot of a toggle ring (`#mem.next<k, n>`), in a branch into
     slot `n` of a case result's memory."""
+
+    @cached_property
+    def buffer_roots(self) -> set[SSAValue | None]:
+        """The roots of the values in the block's own buffers (read once the block is planned)."""
+        return {self.roots.get(m) for buffer in self.buffers for m in buffer.values}
 
     def spare_slot(self, value: SSAValue) -> int:
         """The `n` of `spares` for the buffer `value` is in (0: none, its parent's first slot)."""
