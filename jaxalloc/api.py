@@ -70,6 +70,12 @@ _DATA_DEPENDENT = (
 )
 
 
+ARENA_CHOICES = ("smaller", "always")
+"""What a compiled call runs (`planned(f, arena=...)`): `"smaller"`, the plan's arena kernel or, where
+a call of it would hold more, the module on XLA's own buffers (`CompiledRun.smaller`); `"always"`,
+the plan's arena kernel."""
+
+
 @dataclass(frozen=True)
 class PlannedOptions(Options):
     """Every option of `planned`, checked once, as it is made: a bad one is a one-line error naming
@@ -91,6 +97,8 @@ class PlannedOptions(Options):
             if name not in PASSES:
                 raise ValueError(f"unknown pass {name!r}; choose from {', '.join(PASSES)}")
         get_allocator(self.allocator)
+        if self.arena not in ARENA_CHOICES:
+            raise JaxallocError(f"unknown arena choice {self.arena!r}; choose one of {', '.join(map(repr, ARENA_CHOICES))}")
         for flag in ("measure_memory", "keep_arena"):
             if not isinstance(getattr(self, flag), bool):
                 raise JaxallocError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
@@ -187,6 +195,9 @@ class RunStats:
     aliased_bytes: int = 0
     """With `measure_memory=True` in compiled mode: the output bytes XLA computed in donated
     arguments' memory, no new memory."""
+    xla_buffers: bool = False
+    """Whether the compiled call ran the module on XLA's own buffers, with no arena: with
+    `arena="smaller"` (the default), where a call of the plan's kernel would hold more."""
 
     @property
     def call_bytes(self) -> int | None:
@@ -403,6 +414,7 @@ class _Ran(NamedTuple):
     arena_bytes: int = 0
     copied_bytes: int = 0
     held_bytes: int = 0
+    xla_buffers: bool = False
 
 
 class ModeRunner:
@@ -518,7 +530,10 @@ class CompiledRunner(ModeRunner):
         kernel = traced.kernels.get(variant)
         if kernel is None or kernel.kernel is None:
             kernel = self._built(traced, self.plan(traced), variant, store=False)
-            kernel.compile(flat_args)
+            if self.options.arena == "smaller":
+                kernel = kernel.smaller(flat_args)
+            else:
+                kernel.compile(flat_args)
         temp, aliased = kernel.memory_of(kernel.traced(flat_args).lower().compile(compiler_options=compiler_options))
         outputs = sum(math.prod(a.shape) * a.dtype.itemsize for a in traced.closed_jaxpr.out_avals)
         return CallMemory(kernel.arena_bytes, temp, outputs, aliased)
@@ -530,7 +545,8 @@ class CompiledRunner(ModeRunner):
         if variant not in traced.cache_keys:
             keep = cache.cache_dir() is not None and not variant[1] and not traced.closed_over and not jax.config.jax_disable_jit
             options = {"mode": self.mode, "allocator": self.options.allocator, "alignment": self.options.alignment,
-                       "passes": self.options.passes, "keep_arena": variant[2], "donated": traced.donated,
+                       "passes": self.options.passes, "keep_arena": variant[2], "arena": self.options.arena,
+                       "donated": traced.donated,
                        "plan": dataclasses.asdict(self.plan_options)}
             traced.cache_keys[variant] = cache.kernel_key(traced.closed_jaxpr, options) if keep else None
         return traced.cache_keys[variant]
@@ -561,7 +577,8 @@ class CompiledRunner(ModeRunner):
         traced.delete_donated(flat_args, outputs)  # those XLA could not give to an output
         if wrong_rounds:
             raise JaxallocError("a jx.while whose condition ends it in another round than its `rounds` says: its `rounds` is wrong")
-        return _Ran(outputs, kernel.arena_bytes, copied, kernel.arena_bytes if self.options.keep_arena else 0)
+        return _Ran(outputs, kernel.arena_bytes, copied, kernel.arena_bytes if self.options.keep_arena else 0,
+                    kernel.xla_buffers)
 
     def _first_call(self, traced: _Traced, variant, flat_args) -> tuple[CompiledRun, tuple]:
         """The kernel of a first call, planned, traced and compiled, or loaded from the persistent
@@ -572,6 +589,8 @@ class CompiledRunner(ModeRunner):
                 if kernel.loaded:
                     kernel, ran = self._call_loaded(traced, variant, kernel, flat_args)
                 else:
+                    if self.options.arena == "smaller":
+                        kernel = traced.kernels[variant] = kernel.smaller(flat_args)
                     ran = kernel(flat_args)
             if kernel.stored is not None and not kernel.loaded:
                 with traced.phases.timed("cache store"):
@@ -606,7 +625,7 @@ class CompiledRunner(ModeRunner):
         if found is None:
             return None
         run, copied = found
-        return run, (kernel.arena_bytes, copied, None, None)
+        return run, (kernel.arena_bytes, copied, kernel.xla_buffers)
 
     def inline(self, program: _Program, flat_args) -> Sequence:
         return self.kernel(program.traced, inline=True).inline(flat_args)
@@ -740,7 +759,9 @@ class Planned:
         if isinstance(self._last_run, tuple):
             if isinstance(self._last_run[0], _Traced):  # a warm call (`_run_warm`)
                 traced, seconds, phases = self._last_run
-                self._last_run = (self.mode, 0, seconds, *traced.warm_stats, phases, traced.output_bytes, 0, None)
+                arena, copied, xla_buffers = traced.warm_stats
+                self._last_run = (self.mode, 0, seconds, arena, copied, None, None, phases, traced.output_bytes, 0, None, 0,
+                                  xla_buffers)
             self._last_run = RunStats(*self._last_run)
         return self._last_run
 
@@ -920,7 +941,7 @@ class Planned:
             traced.output_bytes = sum(x.nbytes for x in ran.outputs if isinstance(x, jax.Array))
         # `RunStats`'s fields in order: a tuple costs a fraction of the dataclass a call may never read
         self._last_run = (self.mode, counter.ops, seconds, ran.arena_bytes, ran.copied_bytes, before, peak,
-                          traced.phases.take(), traced.output_bytes, ran.held_bytes, temp, aliased)
+                          traced.phases.take(), traced.output_bytes, ran.held_bytes, temp, aliased, ran.xla_buffers)
         if sampler is None and (warm := self._runner.warm(traced)) is not None:
             traced.warm, traced.warm_stats = warm
         return ran.outputs
@@ -1027,6 +1048,7 @@ def planned(
     passes: Sequence[str] = DEFAULT_PASSES,
     measure_memory: bool = False,
     keep_arena: bool = False,
+    arena: str = "smaller",
 ) -> Planned | Callable[[Callable], Planned]:
     """Trace `fun` to a jx module (once per input signature), plan it, and run it inside its arena, like `jax.jit`.
 
@@ -1038,7 +1060,10 @@ def planned(
 
     `mode` (a `ModeRunner`): `"compiled"` (the default) runs the plan as one jitted kernel, every
     value at its planned offset, its arena a temporary of the call (`keep_arena=True`: kept between
-    calls, donated to each); `"arena"` runs the same plan op by op from Python, for debugging;
+    calls, donated to each). Without `keep_arena`, a compiled call runs the plan's kernel where it holds no more than the
+    module on XLA's own buffers would (both by XLA's `memory_analysis()`, compiled side by side at the
+    first call), else the module on XLA's buffers, with no arena (`last_run.xla_buffers`);
+    `arena="always"` runs the plan's kernel regardless. `"arena"` runs the same plan op by op from Python, for debugging;
     `"checked"` runs it op by op with shadow memory, raising `jaxalloc.PlanViolation` where a read
     finds another value's bytes; `"eager"` runs on plain jax arrays. `allocator` places the buffers,
     every offset a multiple of `alignment` bytes. `passes` are the jx passes run, in order, before
@@ -1050,7 +1075,7 @@ def planned(
         mode=mode, allocator=allocator, alignment=alignment, passes=passes,
         static_argnums=static_argnums, static_argnames=static_argnames,
         donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-        measure_memory=measure_memory, keep_arena=keep_arena,
+        measure_memory=measure_memory, keep_arena=keep_arena, arena=arena,
     )
     if fun is None:
         return functools.partial(Planned, options=options)

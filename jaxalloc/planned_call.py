@@ -43,6 +43,7 @@ class Options:
     allocator: str = "nnc"
     alignment: int = 64
     passes: tuple[str, ...] = DEFAULT_PASSES
+    arena: str = "smaller"
 
 
 class Runner(Protocol):

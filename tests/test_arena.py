@@ -78,7 +78,7 @@ def test_a_two_slot_ring_ends_in_the_right_slot_for_every_round_count(rounds):
 
     x = jnp.linspace(-1.0, 1.0, 64 * 64, dtype=jnp.float32).reshape(64, 64)
     w = jnp.eye(64, dtype=jnp.float32) * 0.9 + 0.01
-    f = jaxalloc.planned(loop)
+    f = jaxalloc.planned(loop, arena="always")
     assert_same(f(rounds, x, w), jax.jit(loop)(rounds, x, w))
     assert f.last_run.copied_bytes == 0
     (views,) = [op.attributes["mem.views"] for op in f.plan(rounds, x, w).module.walk() if isinstance(op, jx.WhileOp)]
@@ -91,7 +91,7 @@ def test_a_rotation_reads_each_init_operand_in_place_then_its_ring():
         return lax.fori_loop(0, 9, lambda i, s: (s[1], s[2], s[3], s[0] * 2.0 + s[1]), (a, b, c, d))
 
     args = [jnp.full(256, float(k), jnp.float32) for k in range(4)]
-    f = jaxalloc.planned(rotate)
+    f = jaxalloc.planned(rotate, arena="always")
     assert_same(f(*args), jax.jit(rotate)(*args))
     assert f.last_run.copied_bytes == 0
 
@@ -113,7 +113,7 @@ def test_case_results_are_written_by_the_branch_or_viewed_without_copies():
         return (r * 2.0) @ x
 
     x = jnp.linspace(0.0, 1.0, 32 * 32, dtype=jnp.float32).reshape(32, 32)
-    f = jaxalloc.planned(pick)
+    f = jaxalloc.planned(pick, arena="always")
     for p in (True, False):
         assert_same(f(p, x), jax.jit(pick)(p, x))
         assert f.last_run.copied_bytes == 0

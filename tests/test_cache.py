@@ -56,7 +56,7 @@ def test_a_second_plan_costs_nothing(monkeypatch):
     made = []
     make_plan = api.make_plan
     monkeypatch.setattr(api, "make_plan", lambda *a, **k: made.append(1) or make_plan(*a, **k))
-    f = jaxalloc.planned(rnn)
+    f = jaxalloc.planned(rnn, arena="always")
     first = f.plan(*rnn_args())
     second = f.plan(*rnn_args())
     assert len(made) == 1 and second.module is first.module
@@ -78,21 +78,27 @@ def test_the_cache_is_off_by_default_and_then_reads_and_writes_nothing(tmp_path,
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_kernel_from_the_cache_skips_planning_and_gives_jits_outputs(cache_dir):
+@pytest.mark.parametrize("arena", ["smaller", "always"])
+def test_a_kernel_from_the_cache_skips_planning_and_gives_jits_outputs(cache_dir, arena):
+    """The kernel stored is the one the first call chose (`arena="smaller"`: the plan's, or the module on
+    XLA's own buffers), and a later process runs that one."""
     expected = jax.jit(rnn)(*rnn_args())
-    first = jaxalloc.planned(rnn)
+    first = jaxalloc.planned(rnn, arena=arena)
     assert_same(first(*rnn_args()), expected)
     assert PLANNING <= set(first.last_run.phases) and "cache store" in first.last_run.phases
     (entry,) = entries(cache_dir)
 
-    again = jaxalloc.planned(rnn)  # a new function: nothing in memory
+    again = jaxalloc.planned(rnn, arena=arena)  # a new function: nothing in memory
     assert_same(again(*rnn_args()), expected)
     phases = again.last_run.phases
     assert {"trace", "cache load", "call"} <= set(phases) and not PLANNING & set(phases)
     assert again.last_run.arena_bytes == first.last_run.arena_bytes
+    assert again.last_run.xla_buffers == first.last_run.xla_buffers
+    assert first.last_run.arena_bytes == (0 if first.last_run.xla_buffers else first.plan(*rnn_args()).arena_bytes)
+    assert not (arena == "always" and first.last_run.xla_buffers)
     assert_same(again(*rnn_args()), expected)  # and warm
     assert again.last_run.phases == {}
-    assert again.plan(*rnn_args()).arena_bytes == first.last_run.arena_bytes  # plan() still plans
+    assert again.plan(*rnn_args()).arena_bytes == first.plan(*rnn_args()).arena_bytes > 0  # plan() still plans
     assert entries(cache_dir) == [entry]
 
 
@@ -118,7 +124,7 @@ def test_a_kernel_from_the_cache_is_called_as_it_was_built(cache_dir, keep_arena
 def test_an_entry_of_another_format_is_not_read(cache_dir, monkeypatch):
     """An entry written by a jaxalloc whose kernels were called otherwise (format 1: every kernel took
     its arena) has another key, and is not read under this one either."""
-    f = jaxalloc.planned(rnn)
+    f = jaxalloc.planned(rnn, arena="always")
     f(*rnn_args())
     (entry,) = entries(cache_dir)
     stored = cache.load(entry.stem)
@@ -130,23 +136,29 @@ def test_an_entry_of_another_format_is_not_read(cache_dir, monkeypatch):
     cache.store(entry.stem, stored)  # written again in format 1
     monkeypatch.undo()
     assert cache.load(entry.stem) is None
-    again = jaxalloc.planned(rnn)
+    again = jaxalloc.planned(rnn, arena="always")
     assert_same(again(*rnn_args()), jax.jit(rnn)(*rnn_args()))
     assert "plan" in again.last_run.phases and cache.load(entry.stem).makes_arena  # and written again
 
 
 def test_a_changed_option_or_shape_is_another_entry(cache_dir):
-    jaxalloc.planned(rnn)(*rnn_args())
-    for f, args in ((jaxalloc.planned(rnn, alignment=128), rnn_args()), (jaxalloc.planned(rnn, passes=("jx-dce",)), rnn_args()),
-                    (jaxalloc.planned(rnn, keep_arena=True), rnn_args()), (jaxalloc.planned(rnn), rnn_args(rows=16))):
+    jaxalloc.planned(rnn, arena="always")(*rnn_args())
+    others = [
+        (jaxalloc.planned(rnn, alignment=128, arena="always"), rnn_args()),
+        (jaxalloc.planned(rnn, passes=("jx-dce",), arena="always"), rnn_args()),
+        (jaxalloc.planned(rnn, keep_arena=True), rnn_args()),
+        (jaxalloc.planned(rnn, arena="always"), rnn_args(rows=16)),
+        (jaxalloc.planned(rnn, arena="smaller"), rnn_args()),
+    ]
+    for f, args in others:
         assert_same(f(*args), jax.jit(rnn)(*args))
         assert "plan" in f.last_run.phases and "cache store" in f.last_run.phases
-    assert len(entries(cache_dir)) == 5
+    assert len(entries(cache_dir)) == 6
     hit = jaxalloc.planned(rnn, keep_arena=True)
     for _ in range(2):
         assert_same(hit(*rnn_args()), jax.jit(rnn)(*rnn_args()))
         assert hit.last_run.held_bytes == hit.last_run.arena_bytes > 0
-    assert len(entries(cache_dir)) == 5
+    assert len(entries(cache_dir)) == 6
 
 
 def test_a_closed_over_constant_is_part_of_the_key(cache_dir):
@@ -163,26 +175,26 @@ def test_a_closed_over_constant_is_part_of_the_key(cache_dir):
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped"])
 def test_a_damaged_entry_is_ignored_and_written_again(cache_dir, damage):
-    jaxalloc.planned(rnn)(*rnn_args())
+    jaxalloc.planned(rnn, arena="always")(*rnn_args())
     (entry,) = entries(cache_dir)
     data = entry.read_bytes()
     entry.write_bytes(data[: len(data) // 2] if damage == "truncated" else data[:-10] + bytes(10))
-    f = jaxalloc.planned(rnn)
+    f = jaxalloc.planned(rnn, arena="always")
     assert_same(f(*rnn_args()), jax.jit(rnn)(*rnn_args()))
     assert "plan" in f.last_run.phases
     assert cache.load(entry.stem) is not None  # written again, whole
-    again = jaxalloc.planned(rnn)
+    again = jaxalloc.planned(rnn, arena="always")
     again(*rnn_args())
     assert "plan" not in again.last_run.phases
 
 
 def test_an_entry_that_does_not_compile_is_built_again(cache_dir):
-    jaxalloc.planned(rnn)(*rnn_args())
+    jaxalloc.planned(rnn, arena="always")(*rnn_args())
     (entry,) = entries(cache_dir)
     key = entry.stem
     stored = cache.load(key)
     cache.store(key, type(stored)(**{**vars(stored), "module": b"not a module"}))  # whole, but no module
-    f = jaxalloc.planned(rnn)
+    f = jaxalloc.planned(rnn, arena="always")
     with pytest.warns(RuntimeWarning, match="could not run, built again"):
         assert_same(f(*rnn_args()), jax.jit(rnn)(*rnn_args()))
     assert "plan" in f.last_run.phases
@@ -198,7 +210,7 @@ def test_a_donated_argument_is_deleted_as_jit_deletes_it_after_a_hit(cache_dir):
 
     expected = jax.jit(sgd)(*args())
     for _ in range(2):
-        f = jaxalloc.planned(sgd, donate_argnums=0)
+        f = jaxalloc.planned(sgd, donate_argnums=0, arena="always")
         params, grads = args()
         assert_same(f(params, grads), expected)
         assert all(p.is_deleted() for p in jax.tree.leaves(params))

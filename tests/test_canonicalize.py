@@ -564,10 +564,10 @@ def test_values_only_constants_determine_are_constants_as_xla_folds_them():
     loop = next(op for op in module.walk() if isinstance(op, jx.WhileOp))
     outside = {v for op in loop.body.walk() for v in op.operands if not loop.is_ancestor(v.owner)}
     assert len(outside) >= 2 and all(isinstance(v.owner, jx.ConstOp) for v in outside), "the body reads constants"
-    (_, ours), (_, jits) = jaxalloc.planned(_solve, passes=CANON, mode="compiled")(X), jax.jit(_solve)(X)
+    (_, ours), (_, jits) = jaxalloc.planned(_solve, passes=CANON, mode="compiled", arena="always")(X), jax.jit(_solve)(X)
     assert ours.dtype == jits.dtype and ours.weak_type == jits.weak_type and float(ours) == float(jits)
     _checked(_solve, X)
-    plan = jaxalloc.planned(_solve, passes=CANON).plan(X, include_outputs=True)
+    plan = jaxalloc.planned(_solve, passes=CANON, arena="always").plan(X, include_outputs=True)
     assert plan.arena_bytes == 2 * X.nbytes + 64, "the carried value, its next round and the scalar output"
 
 
@@ -645,7 +645,7 @@ def test_the_gradient_of_a_pool_whose_windows_tile_its_input_is_selects(pool, x)
     g = jnp.linspace(-1.0, 1.0, math.prod(jax.eval_shape(pool, x).shape)).reshape(jax.eval_shape(pool, x).shape)
     module, _ = _lowered(fn, x, g)
     assert "select_and_scatter_add" not in _primitives(module)
-    np.testing.assert_array_equal(np.asarray(jaxalloc.planned(fn, passes=CANON)(x, g)), np.asarray(jax.jit(fn)(x, g)))
+    np.testing.assert_array_equal(np.asarray(jaxalloc.planned(fn, passes=CANON, arena="always")(x, g)), np.asarray(jax.jit(fn)(x, g)))
     _checked(fn, x, g)
 
 
@@ -673,7 +673,7 @@ def test_random_bits_of_a_threefry_key_are_its_hash_spelled_out(shape, dtype):
     key, x = jax.random.key(3), jnp.linspace(-1.0, 1.0, math.prod(shape)).reshape(shape)
     module, _ = _lowered(fn, key, x)
     assert "random_bits" not in _primitives(module) and "threefry2x32" not in _primitives(module)
-    for got, want in zip(jaxalloc.planned(fn, passes=CANON)(key, x), jax.jit(fn)(key, x)):
+    for got, want in zip(jaxalloc.planned(fn, passes=CANON, arena="always")(key, x), jax.jit(fn)(key, x)):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     _checked(fn, key, x)
 

@@ -10,6 +10,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax import lax
 
@@ -22,6 +23,7 @@ from jaxalloc.dialects.mem import INTS, MultiView
 from jaxalloc.execution.compiled import guards, rewrite
 from jaxalloc.execution.compiled.kinds import At
 from jaxalloc.execution.compiled.offsets import TRACED
+from jaxalloc.execution.compiled.run import held_bytes
 from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
@@ -188,7 +190,7 @@ def test_the_kernel_makes_its_arena_itself():
     of its own temp memory, once, and a call compiles and dispatches the kernel alone (a new array
     donated to each call was an executable and a dispatch of its own)."""
     args = (STEP_ARGS[0], STEP_ARGS[1][:, :3])  # shapes of their own: no executable of another test serves them
-    planned = jaxalloc.planned(_step)
+    planned = jaxalloc.planned(_step, arena="always")
     planned.lower(*args)  # planning folds the mean's scale: an executable other tests' plans may share
     assert _backend_compiles(lambda: planned(*args)) == 1
     kernel = _kernel(planned)
@@ -205,7 +207,7 @@ def test_the_kernel_makes_its_arena_itself():
 def test_an_arena_the_kernel_makes_twice_counts_as_a_copy():
     """XLA could make the arena's broadcast again where it would copy the arena; a broadcast fused into
     a read of the arena before its first write reads zeros and makes none."""
-    planned = jaxalloc.planned(_step)
+    planned = jaxalloc.planned(_step, arena="always")
     planned(*STEP_ARGS)
     kernel = _kernel(planned)
     arena = f"u{8 * kernel.word.itemsize}[{kernel.words}]"
@@ -229,7 +231,7 @@ def test_a_call_reports_its_arena_apart_from_the_kernels_temp(keep_arena):
     """`last_run` means the same whether the kernel makes its arena or takes a kept one: the arena,
     the kernel's XLA temp beside it (a kernel that makes its arena holds it in its temp), the
     outputs, and what is held between calls."""
-    planned = jaxalloc.planned(_step, keep_arena=keep_arena, measure_memory=True)
+    planned = jaxalloc.planned(_step, keep_arena=keep_arena, measure_memory=True, arena="always")
     outputs = planned(*STEP_ARGS)
     run, kernel = planned.last_run, _kernel(planned)
     assert kernel.makes_arena == (not keep_arena)
@@ -241,7 +243,7 @@ def test_a_call_reports_its_arena_apart_from_the_kernels_temp(keep_arena):
     assert run.held_bytes == (run.arena_bytes if keep_arena else 0)
     assert run.output_bytes == sum(x.nbytes for x in jax.tree_util.tree_leaves(outputs))
     assert run.call_bytes == run.arena_bytes + run.kernel_temp_bytes + run.output_bytes
-    kept = jaxalloc.planned(_step, keep_arena=not keep_arena, measure_memory=True)
+    kept = jaxalloc.planned(_step, keep_arena=not keep_arena, measure_memory=True, arena="always")
     kept(*STEP_ARGS)
     assert kept.last_run.arena_bytes == run.arena_bytes
     # the same kernel but for where its arena comes from: XLA's temp beside it is as large, but for
@@ -250,7 +252,7 @@ def test_a_call_reports_its_arena_apart_from_the_kernels_temp(keep_arena):
 
 
 def test_last_run_is_the_last_calls():
-    planned = jaxalloc.planned(_step)
+    planned = jaxalloc.planned(_step, arena="always")
     assert planned.last_run is None
     planned(*STEP_ARGS)
     first = planned.last_run
@@ -265,7 +267,7 @@ def test_a_warm_call_reports_what_the_first_did(donate):
     """A warm call whose kernel's status is known runs the kernel alone (`ModeRunner.warm`): it
     reports what the first call did, but for the phases and the time; with a donated argument it
     takes the whole way, which deletes that argument after the kernel."""
-    planned = jaxalloc.planned(_step, donate_argnums=(0,) if donate else ())
+    planned = jaxalloc.planned(_step, donate_argnums=(0,) if donate else (), arena="always")
     args = [jnp.array(a) for a in STEP_ARGS]
     first_outputs = planned(*[jnp.array(a) for a in args])
     first = planned.last_run
@@ -282,7 +284,7 @@ def test_a_warm_call_reports_what_the_first_did(donate):
 
 
 def test_the_kernel_never_copies_the_arena():
-    planned = jaxalloc.planned(_step, mode="compiled")
+    planned = jaxalloc.planned(_step, mode="compiled", arena="always")
     planned(*STEP_ARGS)
     kernel = _kernel(planned)
     executable = kernel.executable(jax.tree_util.tree_leaves(STEP_ARGS))
@@ -533,7 +535,7 @@ def test_a_loop_reads_and_writes_one_row_of_a_value_a_round(fn):
     """No loop body of the kernel holds a copy of the whole value: each round reads or writes its
     row in the arena (the first round's copy of a scan's init operand is a branch of its own)."""
     xs, i = STACKED_ARGS
-    planned = jaxalloc.planned(fn, mode="compiled")
+    planned = jaxalloc.planned(fn, mode="compiled", arena="always")
     planned(xs, i)
     hlo = _kernel(planned).executable([xs, i]).as_text()
     bodies = set(re.findall(r"while\(.*body=%([\w.-]+)", hlo))
@@ -699,7 +701,7 @@ def test_a_loop_that_says_its_rounds_counts_them():
 def test_a_loop_whose_condition_disagrees_with_its_rounds_fails_the_call(monkeypatch, wrong):
     counted = convert.counted_rounds
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (counted(eqn, most_of)[0] + wrong, None))
-    planned = jaxalloc.planned(_power_iteration, mode="compiled")
+    planned = jaxalloc.planned(_power_iteration, mode="compiled", arena="always")
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
         planned(jnp.eye(256) * 2.0, jnp.linspace(-1.0, 1.0, 256))
 
@@ -709,7 +711,7 @@ def test_a_loop_that_runs_more_rounds_than_it_says_at_most_fails_the_call(monkey
     """The static checker walks a loop no further than `at_most` says: a run past it fails (`_halving`
     runs 3 rounds; a loop said to run at most 1 would be a case, `jx-canonicalize`)."""
     monkeypatch.setattr(convert, "counted_rounds", lambda eqn, most_of: (None, 2))
-    planned = jaxalloc.planned(_halving, mode=mode)
+    planned = jaxalloc.planned(_halving, mode=mode, arena="always")
     with pytest.raises(jaxalloc.JaxallocError, match="rounds"):
         planned(jnp.ones(256))
 
@@ -765,7 +767,7 @@ def test_the_kernel_temp_is_within_its_largest_op():
     """What XLA holds besides the arena, the arguments and the outputs is one op's operands and
     results at most, and the loops' own state: no value lives outside the arena for longer than
     the op that uses it."""
-    planned = jaxalloc.planned(_step, mode="compiled")
+    planned = jaxalloc.planned(_step, mode="compiled", arena="always")
     planned(*STEP_ARGS)
     kernel = _kernel(planned)
     executable = kernel.executable(jax.tree_util.tree_leaves(STEP_ARGS))
@@ -863,11 +865,73 @@ def test_an_update_of_a_carried_vector_by_a_scaled_product_is_one_fusion():
 
 
 def test_a_compiled_call_reports_its_arena_and_copies():
-    planned = jaxalloc.planned(_step, mode="compiled")
+    planned = jaxalloc.planned(_step, mode="compiled", arena="always")
     planned(*STEP_ARGS)
     run = planned.last_run
-    assert run.mode == "compiled" and run.copied_bytes == 0
-    assert run.arena_bytes == jaxalloc.plans(planned, *STEP_ARGS)["_step"].arena_bytes
+    assert run.mode == "compiled" and run.copied_bytes == 0 and not run.xla_buffers
+    assert run.arena_bytes == jaxalloc.plans(planned, *STEP_ARGS)["_step"].arena_bytes > 0
+
+
+def _attention_blocks(x, blocks):
+    """Pre-norm blocks of 4-head attention and a GELU MLP: with two blocks the plan's arena kernel
+    holds less than the module on XLA's own buffers, with one more."""
+    def norm(h):
+        h = h - h.mean(-1, keepdims=True)
+        return h / jnp.sqrt((h * h).mean(-1, keepdims=True) + 1e-5)
+
+    t, d = x.shape
+    for wq, wk, wv, w1, w2 in blocks:
+        q, k, v = (jnp.reshape(norm(x) @ w, (t, 4, d // 4)).transpose(1, 0, 2) for w in (wq, wk, wv))
+        attention = jax.nn.softmax(q @ k.transpose(0, 2, 1) / 4.0, axis=-1) @ v
+        x = x + attention.transpose(1, 0, 2).reshape(t, d)
+        x = x + jax.nn.gelu(norm(x) @ w1) @ w2
+    return norm(x)
+
+
+def _attention_args(blocks: int, d: int = 64):
+    keys = iter(jax.random.split(jax.random.key(0), 5 * blocks + 1))
+    shapes = ((d, d), (d, d), (d, d), (d, 4 * d), (4 * d, d))
+    weights = [tuple(jax.random.normal(next(keys), s) / np.sqrt(s[0]) for s in shapes) for _ in range(blocks)]
+    return jax.random.normal(next(keys), (64, d)), weights
+
+
+@pytest.mark.parametrize("blocks, on_xla", [(2, False), (1, True)], ids=["the arena holds less", "XLA's buffers hold less"])
+def test_a_call_runs_the_kernel_that_holds_less(blocks, on_xla):
+    """`arena="smaller"` (the default): the first call compiles the plan's kernel and the module on
+    XLA's own buffers, and runs the one whose call holds less by `memory_analysis()`, with jit's
+    answers; `last_run` says which."""
+    args = _attention_args(blocks)
+    leaves = jax.tree_util.tree_leaves(args)
+    always = jaxalloc.planned(_attention_blocks, arena="always")
+    always(*args)
+    arena_kernel = _kernel(always)
+    xla = arena_kernel.on_xla_buffers()
+    xla.build(leaves)
+    held = {False: held_bytes(arena_kernel.executable(leaves)), True: held_bytes(xla.executable(leaves))}
+    assert held[on_xla] < held[not on_xla]
+
+    chosen = jaxalloc.planned(_attention_blocks, measure_memory=True)
+    assert_same(chosen(*args), jax.jit(_attention_blocks)(*args))
+    run, kernel = chosen.last_run, _kernel(chosen)
+    assert run.xla_buffers == kernel.xla_buffers == on_xla and run.copied_bytes == 0
+    assert run.arena_bytes == (0 if on_xla else arena_kernel.arena_bytes) and arena_kernel.arena_bytes > 0
+    assert held_bytes(kernel.executable(leaves)) == held[on_xla]
+    assert held[on_xla] - 64 <= run.call_bytes <= held[on_xla]  # the arena's spare word aside
+    chosen(*args)  # a warm call reports the same
+    assert (chosen.last_run.arena_bytes, chosen.last_run.xla_buffers) == (run.arena_bytes, on_xla)
+
+
+def test_keep_arena_runs_the_plans_kernel():
+    """A kept arena is the plan's: no choice is made (the module on XLA's buffers would keep none)."""
+    args = _attention_args(1)
+    kept = jaxalloc.planned(_attention_blocks, keep_arena=True)
+    assert_same(kept(*args), jax.jit(_attention_blocks)(*args))
+    assert not kept.last_run.xla_buffers and kept.last_run.held_bytes == kept.last_run.arena_bytes > 0
+
+
+def test_an_unknown_arena_choice_is_a_one_line_error():
+    with pytest.raises(jaxalloc.JaxallocError, match="unknown arena choice 'smallest'; choose one of 'smaller', 'always'"):
+        jaxalloc.planned(_step, arena="smallest")
 
 
 @pytest.mark.parametrize("fn", [

@@ -82,7 +82,7 @@ def test_the_updated_params_take_the_donated_params_bytes():
 def test_results_equal_jit_with_donation_and_the_params_are_deleted(mode, passes):
     params, grad, lr = _args()
     expected = jax.jit(sgd, donate_argnums=0)(jnp.array(params), grad, lr)
-    planned = jaxalloc.planned(sgd, donate_argnums=0, mode=mode, passes=passes)
+    planned = jaxalloc.planned(sgd, donate_argnums=0, mode=mode, passes=passes, arena="always")
     for _ in range(3):  # the fused kernels run from the third call on
         mine = jnp.array(params)
         np.testing.assert_allclose(planned(mine, grad, lr), expected, **TOLERANCE)
@@ -97,7 +97,7 @@ def test_results_equal_jit_with_donation_and_the_params_are_deleted(mode, passes
 ], ids=["reads_after_output", "fori"])
 def test_a_donated_argument_read_late_is_kept_until_its_last_read(fn, args, mode):
     expected = jax.jit(fn, donate_argnums=0)(jnp.array(args[0]), *args[1:])
-    planned = jaxalloc.planned(fn, donate_argnums=0, mode=mode)
+    planned = jaxalloc.planned(fn, donate_argnums=0, mode=mode, arena="always")
     for _ in range(3):
         jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, **TOLERANCE), planned(jnp.array(args[0]), *args[1:]), expected)
     for inside in (False, True):

@@ -247,7 +247,7 @@ def test_a_fused_window_of_a_donated_argument_in_the_arena_equals_jit(fn, args):
     behind a barrier, as the kernel reads the operand of every op that indexes one (`guards.INDEXED`):
     rows past the last are the last, not the bytes after it."""
     expected = jax.jit(fn)(*args)
-    donating = jaxalloc.planned(fn, donate_argnums=tuple(range(1, len(args))))
+    donating = jaxalloc.planned(fn, donate_argnums=tuple(range(1, len(args))), arena="always")
     result = donating(args[0], *(jnp.copy(a) for a in args[1:]))
     assert donating.last_run.arena_bytes > 0 and donating.last_run.copied_bytes == 0
     assert jnp.allclose(result, expected, rtol=1e-6, atol=1e-6)

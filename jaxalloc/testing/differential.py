@@ -299,7 +299,7 @@ def check_modes(fn, *args, modes: tuple[str, ...], name: str | None = None,
     reference = _Reference(fn, args, name, program_tolerance(traced.closed_jaxpr))
     checked = {}
     for mode in modes:
-        planned = checked[mode] = jaxalloc.planned(fn, mode=mode, passes=passes)
+        planned = checked[mode] = jaxalloc.planned(fn, mode=mode, passes=passes, arena="always")
         if plan is not None:
             planned._runner.plan_options = plan
         planned._cache = {k: type(v)(v.closed_jaxpr, v.out_tree, parsed) for k, v in first._cache.items()}

@@ -134,7 +134,7 @@ def check_transformed(fn: Callable, args, transformation: str, mode: str, passes
     program it planned accepted by the static checker with no copy, none of its runs copying a
     byte; and the plain planned call still equal to `jax.jit`'s afterwards."""
     apply = TRANSFORMATIONS[transformation]
-    planned = jaxalloc.planned(fn, mode=mode, passes=passes)
+    planned = jaxalloc.planned(fn, mode=mode, passes=passes, arena="always")
     try:
         expected = apply(jax.jit(fn), args)
     except Exception as e:  # JAX itself cannot: reverse mode through a while_loop, forward mode of a custom_vjp

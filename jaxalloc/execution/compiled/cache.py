@@ -33,13 +33,13 @@ import numpy as np
 from jaxalloc.errors import JaxallocError
 from jaxalloc.execution.compiled.stored import StoredKernel
 
-FORMAT = b"jaxalloc kernel 2\n"
+FORMAT = b"jaxalloc kernel 3\n"
 """The first line of every entry, and the start of every key: an entry in another format is not read
-(2: a kernel that makes its arena takes none and hands none back, `StoredKernel.makes_arena`)."""
+(3: whether the kernel holds its values in XLA's own buffers, `StoredKernel.xla_buffers`)."""
 
 ENVIRONMENT = "JAXALLOC_CACHE_DIR"
 
-FIELDS = ("arena_bytes", "word", "offsets", "status", "status_words", "donated", "makes_arena")
+FIELDS = ("arena_bytes", "word", "offsets", "status", "status_words", "donated", "makes_arena", "xla_buffers")
 """What an entry holds beside the module (`StoredKernel`'s fields)."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from concurrent.futures import ThreadPoolExecutor
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -30,7 +31,7 @@ from jaxalloc.execution.compiled.functions import CompiledFunctions
 from jaxalloc.execution.compiled.kinds import Retrace
 from jaxalloc.execution.compiled.rewrite import offsets_as_arguments
 from jaxalloc.execution.compiled.stored import StoredKernel, call_stored, donate_argnums, lowered_module
-from jaxalloc.execution.interpreter import TracedJxFunctions, make_interpreter, with_weak_type
+from jaxalloc.execution.interpreter import Schedules, TracedJxFunctions, make_interpreter, with_weak_type
 
 
 _ZERO = np.int32(0)
@@ -108,6 +109,9 @@ class CompiledRun:
         """The kernel as a later process can load it (`store`), where it can (`StoredKernel.storable`)."""
         self.loaded = False
         """Whether the kernel is one an earlier process stored (`from_stored`)."""
+        self.xla_buffers = False
+        """Whether the kernel holds every value in XLA's own buffers, chosen over the plan's arena
+        kernel, which would hold more (`smaller`)."""
 
     @property
     def makes_arena(self) -> bool:
@@ -125,7 +129,7 @@ class CompiledRun:
         run._set_up(stored.arena_bytes, stored.donated, out_avals, keep_arena)
         run.functions, run.module, run.func_name, run.store = None, None, "", False
         run.word = np.dtype(stored.word)
-        run.stored, run.loaded = stored, True
+        run.stored, run.loaded, run.xla_buffers = stored, True, stored.xla_buffers
         run.kernel = call_stored(stored, run.words, out_avals, run.donated)
         run._offsets = tuple(jax.device_put([np.int32(word) for word in stored.offsets]))
         run._status = stored.status
@@ -193,7 +197,7 @@ class CompiledRun:
             lowered_module(kernel, (*self._abstract_arguments(), self._offsets, *args)), self.arena_bytes,
             np.dtype(self.word).name, tuple(int(offset) for offset in self._offsets),
             None if status is not None else self._status,
-            0 if status is None else status.shape[0], self.donated, self.makes_arena,
+            0 if status is None else status.shape[0], self.donated, self.makes_arena, self.xla_buffers,
         )
         self.stored = stored if stored.storable else None
         if self.stored is not None:
@@ -221,6 +225,34 @@ class CompiledRun:
         if hlo is not None and self.arena_copies(self.executable(args)) >= self.arena_copies(hlo):
             self.functions.small_loops = True
             self.kernel, self.jaxpr, self._offsets, self._status, self.stored = built
+
+    def on_xla_buffers(self) -> CompiledRun:
+        """The same module with no arena: every value in XLA's own buffers, as `jax.jit` would hold the
+        program after the passes (`interpret_outside`)."""
+        functions = CompiledFunctions(self.functions.table, Schedules(), layouts={})
+        run = CompiledRun(self.module, self.func_name, 0, functions, self.donated, self.out_avals, store=self.store)
+        run.xla_buffers = True
+        return run
+
+    def smaller(self, args: Sequence[Any]) -> CompiledRun:
+        """This kernel compiled for `args`, or the module on XLA's own buffers (`on_xla_buffers`) where
+        a call of that holds less (`held_bytes`): XLA computes matrix products, convolutions and small
+        values in buffers beside the arena, a pool planned apart from it that peaks at its own
+        moment, where XLA's buffer assignment of the whole program plans one. The other is compiled
+        while this one is traced, on another thread (XLA's compiler lets go of Python's lock)."""
+        if not self.arena_bytes or not self.makes_arena:
+            self.compile(args)
+            return self
+        xla = self.on_xla_buffers()
+        xla.build(args)
+        lowered = xla.traced(args).lower()
+        with ThreadPoolExecutor(1) as pool:
+            compiling = pool.submit(lowered.compile)
+            self.compile(args)
+            mine = self.executable(args)
+            theirs = compiling.result()
+        self._memory, xla._memory = self.memory_of(mine), xla.memory_of(theirs)
+        return xla if held_bytes(theirs) < held_bytes(mine) else self
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
         """The outputs, the bytes copied and whether a loop ran other rounds than it said."""
@@ -359,6 +391,13 @@ class CompiledRun:
                 slices = re.findall(r"(?:slice|dynamic-slice)\([^)]*" + re.escape(name) + r"(?![\w.])", body)
                 made += not fused or bool(root) or len(slices) < len(uses)
         return made
+
+
+def held_bytes(executable) -> int:
+    """What a call of `executable` holds beside its arguments, by `memory_analysis()`: XLA's temp (an
+    arena the kernel makes included) and the outputs but those computed in donated arguments' memory."""
+    memory = executable.memory_analysis()
+    return int(memory.temp_size_in_bytes + memory.output_size_in_bytes - memory.alias_size_in_bytes)
 
 
 def _status_of(status: Sequence[int]) -> tuple[int, bool]:

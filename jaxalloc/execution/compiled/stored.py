@@ -46,6 +46,9 @@ class StoredKernel:
     """Whether the module makes its arena itself (`CompiledRun.makes_arena`): a function of `(base,
     *offsets, *args)` that returns no arena, else of `(arena, base, *offsets, *args)` that returns it
     first (`keep_arena`)."""
+    xla_buffers: bool = False
+    """Whether the module holds every value in XLA's own buffers where the plan's arena kernel would
+    hold more (`CompiledRun.smaller`)."""
 
     def __post_init__(self) -> None:
         if (self.status is None) == (self.status_words == 0):
