@@ -536,7 +536,7 @@ class CompiledRunner(ModeRunner):
                 kernel.compile(flat_args)
         temp, aliased = kernel.memory_of(kernel.traced(flat_args).lower().compile(compiler_options=compiler_options))
         outputs = sum(math.prod(a.shape) * a.dtype.itemsize for a in traced.closed_jaxpr.out_avals)
-        return CallMemory(kernel.arena_bytes, temp, outputs, aliased)
+        return CallMemory(kernel.arena_bytes, temp, outputs, aliased, kernel.xla_buffers)
 
     def cache_key(self, traced: _Traced, variant) -> str | None:
         """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is

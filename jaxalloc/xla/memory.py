@@ -114,6 +114,9 @@ class CallMemory:
     """The outputs the caller receives (`RunStats.output_bytes`)."""
     aliased: int = 0
     """Output bytes XLA computes in donated arguments' memory: no new memory."""
+    xla_buffers: bool = False
+    """Whether the call runs the module on XLA's own buffers, where the plan's arena kernel would hold
+    more (`planned(f, arena="smaller")`)."""
 
     @property
     def total(self) -> int:
@@ -121,7 +124,8 @@ class CallMemory:
 
     def describe(self) -> str:
         aliased = f" - aliased {format_size(self.aliased)}" if self.aliased else ""
-        return (f"arena {format_size(self.arena)} + temp {format_size(self.kernel_temp)} + outputs "
+        on = "on XLA's own buffers, which hold less than the plan's arena kernel: " if self.xla_buffers else ""
+        return (f"{on}arena {format_size(self.arena)} + temp {format_size(self.kernel_temp)} + outputs "
                 f"{format_size(self.outputs)}{aliased} = {format_size(self.total)}")
 
 
