@@ -13,6 +13,7 @@ import functools
 import gc
 import math
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -229,11 +230,14 @@ class Phases:
     @contextlib.contextmanager
     def kernel(self, rest: str = "kernel trace"):
         """A kernel's first call, its lowering and compile apart from the rest: its trace, or, for a
-        kernel from the persistent cache (`rest="call"`), tracing the call of it and running it."""
+        kernel from the persistent cache (`rest="call"`), tracing the call of it and running it. The
+        lowerings and compiles of other threads (`CompiledRun.smaller`'s), and the phases timed
+        inside it, are not the kernel's."""
         events = {self.LOWER: 0.0, self.COMPILE: 0.0}
+        thread, before = threading.get_ident(), sum(self.seconds.values())
 
         def heard(event: str, seconds: float, **_) -> None:
-            if event in events:
+            if event in events and threading.get_ident() == thread:
                 events[event] += seconds
 
         jax.monitoring.register_event_duration_secs_listener(heard)
@@ -242,7 +246,7 @@ class Phases:
             yield
         finally:
             jax.monitoring.unregister_event_duration_listener(heard)
-            whole = time.perf_counter() - start
+            whole = time.perf_counter() - start - (sum(self.seconds.values()) - before)
             for name, seconds in ((rest, whole - events[self.LOWER] - events[self.COMPILE]),
                                   ("lower", events[self.LOWER]), ("XLA compile", events[self.COMPILE])):
                 self.seconds[name] = self.seconds.get(name, 0.0) + seconds
@@ -590,7 +594,7 @@ class CompiledRunner(ModeRunner):
                     kernel, ran = self._call_loaded(traced, variant, kernel, flat_args)
                 else:
                     if self.options.arena == "smaller":
-                        kernel = traced.kernels[variant] = kernel.smaller(flat_args)
+                        kernel = traced.kernels[variant] = kernel.smaller(flat_args, lambda: traced.phases.timed("XLA's buffers"))
                     ran = kernel(flat_args)
             if kernel.stored is not None and not kernel.loaded:
                 with traced.phases.timed("cache store"):

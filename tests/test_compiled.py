@@ -911,6 +911,8 @@ def test_a_call_runs_the_kernel_that_holds_less(blocks, on_xla):
     assert held[on_xla] < held[not on_xla]
 
     chosen = jaxalloc.planned(_attention_blocks, measure_memory=True)
+    assert _backend_compiles(lambda: chosen(*args)) == 2  # each kernel once: the one run is not compiled again
+    assert "XLA's buffers" in chosen.last_run.phases
     assert_same(chosen(*args), jax.jit(_attention_blocks)(*args))
     run, kernel = chosen.last_run, _kernel(chosen)
     assert run.xla_buffers == kernel.xla_buffers == on_xla and run.copied_bytes == 0

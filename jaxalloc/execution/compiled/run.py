@@ -234,23 +234,26 @@ class CompiledRun:
         run.xla_buffers = True
         return run
 
-    def smaller(self, args: Sequence[Any]) -> CompiledRun:
+    def smaller(self, args: Sequence[Any], aside: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+                ) -> CompiledRun:
         """This kernel compiled for `args`, or the module on XLA's own buffers (`on_xla_buffers`) where
         a call of that holds less (`held_bytes`): XLA computes matrix products, convolutions and small
         values in buffers beside the arena, a pool planned apart from it that peaks at its own
-        moment, where XLA's buffer assignment of the whole program plans one. The other is compiled
-        while this one is traced, on another thread (XLA's compiler lets go of Python's lock)."""
+        moment, where XLA's buffer assignment of the whole program plans one. The other is lowered
+        and compiled while this one is traced, on another thread (XLA's compiler lets go of
+        Python's lock); `aside` times what it costs this thread (its trace, the wait for it)."""
         if not self.arena_bytes or not self.makes_arena:
             self.compile(args)
             return self
         xla = self.on_xla_buffers()
-        xla.build(args)
-        lowered = xla.traced(args).lower()
+        with aside():
+            xla.build(args)
         with ThreadPoolExecutor(1) as pool:
-            compiling = pool.submit(lowered.compile)
+            compiling = pool.submit(lambda: xla.traced(args).lower().compile())
             self.compile(args)
             mine = self.executable(args)
-            theirs = compiling.result()
+            with aside():
+                theirs = compiling.result()
         self._memory, xla._memory = self.memory_of(mine), xla.memory_of(theirs)
         return xla if held_bytes(theirs) < held_bytes(mine) else self
 
