@@ -586,8 +586,10 @@ class CompiledRunner(ModeRunner):
 
     def _first_call(self, traced: _Traced, variant, flat_args) -> tuple[CompiledRun, tuple]:
         """The kernel of a first call, planned, traced and compiled, or loaded from the persistent
-        cache (and stored there where it was made), and what calling it gave."""
-        with _collector_paused():
+        cache (and stored there where it was made), and what calling it gave. Under
+        `jax.disable_jit()` too, which JAX's ahead-of-time compile refuses: a planned function is its
+        kernel."""
+        with _collector_paused(), jax.disable_jit(False):
             kernel = self.kernel(traced)
             with traced.phases.kernel("call" if kernel.loaded else "kernel trace"):
                 if kernel.loaded:
@@ -790,8 +792,9 @@ class Planned:
             raise UnsupportedProgramError(f"static arguments must be hashable, as with jax.jit: {e}") from None
         if traced is None:
             donated = self._donated(statics, treedef)
-            # outside any enclosing trace: the constants the module holds are arrays, not its tracers
-            with _collector_paused(), core.eval_context():
+            # outside any enclosing trace: the constants the module holds are arrays, not its tracers; and
+            # under `jax.disable_jit()` the same program (its loops not unrolled)
+            with _collector_paused(), core.eval_context(), jax.disable_jit(False):
                 traced = self._cache[key] = self._trace(statics, treedef, avals)
             traced.donated = donated
             if not isinstance(self._runner, CompiledRunner):

@@ -923,6 +923,16 @@ def test_a_call_runs_the_kernel_that_holds_less(blocks, on_xla):
     assert (chosen.last_run.arena_bytes, chosen.last_run.xla_buffers) == (run.arena_bytes, on_xla)
 
 
+@pytest.mark.parametrize("arena", ["smaller", "always"])
+def test_a_call_under_disable_jit_runs(arena):
+    """`jax.disable_jit()` runs jitted functions op by op; a planned call still runs its kernel."""
+    planned = jaxalloc.planned(_step, arena=arena)
+    with jax.disable_jit():
+        outputs = planned(*STEP_ARGS)
+    assert_same(outputs, jax.jit(_step)(*STEP_ARGS))
+    assert planned.last_run.copied_bytes == 0 and (arena == "smaller" or planned.last_run.arena_bytes > 0)
+
+
 def test_keep_arena_runs_the_plans_kernel():
     """A kept arena is the plan's: no choice is made (the module on XLA's buffers would keep none)."""
     args = _attention_args(1)

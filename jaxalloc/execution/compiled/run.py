@@ -43,7 +43,8 @@ def _jit_call(closed: jax.extend.core.ClosedJaxpr) -> dict:
     new trace would bind each of its ops again (0.3 s of the first call of the transformer training
     step). Taken from a call of two arguments and three results, each tuple of one entry per
     argument or per result made as long as `closed`'s."""
-    template = jax.make_jaxpr(jax.jit(lambda a, b: (a, b, a)))(0, 0).eqns[0].params
+    with jax.disable_jit(False):  # under `jax.disable_jit()` too: no `jit` equation is traced there
+        template = jax.make_jaxpr(jax.jit(lambda a, b: (a, b, a)))(0, 0).eqns[0].params
     counts = {2: len(closed.in_avals), 3: len(closed.out_avals)}
     call = {k: v[:1] * counts[len(v)] if isinstance(v, tuple) and len(v) in counts else v for k, v in template.items()}
     return dict(call, jaxpr=closed, name="kernel")
@@ -239,17 +240,18 @@ class CompiledRun:
         """This kernel compiled for `args`, or the module on XLA's own buffers (`on_xla_buffers`) where
         a call of that holds less (`held_bytes`): XLA computes matrix products, convolutions and small
         values in buffers beside the arena, a pool planned apart from it that peaks at its own
-        moment, where XLA's buffer assignment of the whole program plans one. The other is lowered
-        and compiled while this one is traced, on another thread (XLA's compiler lets go of
-        Python's lock); `aside` times what it costs this thread (its trace, the wait for it)."""
+        moment, where XLA's buffer assignment of the whole program plans one. The other is compiled
+        while this one is traced, on another thread (XLA's compiler lets go of Python's lock);
+        `aside` times what it costs this thread beside its lowering (its trace, the wait for it)."""
         if not self.arena_bytes or not self.makes_arena:
             self.compile(args)
             return self
         xla = self.on_xla_buffers()
         with aside():
             xla.build(args)
+        lowered = xla.traced(args).lower()  # here: JAX's settings of this thread (x64, say) are not the other's
         with ThreadPoolExecutor(1) as pool:
-            compiling = pool.submit(lambda: xla.traced(args).lower().compile())
+            compiling = pool.submit(lowered.compile)
             self.compile(args)
             mine = self.executable(args)
             with aside():
