@@ -17,12 +17,20 @@ the rounds of each, their ratio, the phases of the planned first call (a cache h
 cache load, lowering the loaded kernel, XLA's compile, which finds it in JAX's cache, and the call),
 and the geometric mean of the ratios.
 
+`--choice`: what choosing the kernel costs a first call. Per program of `benchmarks/speed.py` and of the
+library corpus, `--rounds` fresh processes each, in turns, of jit's first call, of
+`planned(f, arena="always")`'s (the plan's kernel alone) and of `planned(f)`'s (`arena="smaller"`: the plan's
+kernel and the module on XLA's own buffers, both compiled), no persistent cache; the best of each,
+their ratios, the `XLA's buffers` phase and which kernel the call ran. Programs whose plan places
+nothing in the arena compile one kernel either way.
+
 `--deep`: the first call of a 40-layer transformer training step and of a 40-layer MLP training
 step, each in fresh processes with no persistent cache, jit's and the planned function's in turns,
 `--rounds` times; the best of each, their ratio and the planned call's longest phases.
 
     python benchmarks/first_call.py [--programs MLP,LSTM]
     python benchmarks/first_call.py --second-process [--programs MLP,LSTM] [--rounds 2]
+    python benchmarks/first_call.py --choice [--programs MLP,LSTM] [--rounds 2]
     python benchmarks/first_call.py --deep [--rounds 2]
 """
 
@@ -133,11 +141,14 @@ def first_call_in_this_process(group: str, name: str, how: str) -> dict:
     planned, its phases."""
     (fn, args), = [(fn, args) for n, fn, args in group_programs(group) if n == name]
     jax.block_until_ready(args)
-    function = jax.jit(fn) if how == "jit" else planned(fn)
+    function = jax.jit(fn) if how == "jit" else planned(fn, arena="always" if how == "always" else "smaller")
     start = time.perf_counter()
     jax.block_until_ready(function(*args))
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "phases": function.last_run.phases if how == "planned" else {}}
+    if how == "jit":
+        return {"seconds": seconds, "phases": {}}
+    run = function.last_run
+    return {"seconds": seconds, "phases": run.phases, "arena": run.arena_bytes, "xla_buffers": run.xla_buffers}
 
 
 def first_call_in_a_new_process(group: str, name: str, how: str, environment: dict) -> dict:
@@ -148,14 +159,40 @@ def first_call_in_a_new_process(group: str, name: str, how: str, environment: di
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def best_first_calls(group: str, name: str, rounds: int, environment: dict) -> tuple[float, dict]:
-    """`rounds` fresh processes of jit's first call and of the planned function's, in turns: the best
-    of jit's seconds, and the best planned call (its seconds and phases)."""
-    runs: dict[str, list[dict]] = {"jit": [], "planned": []}
+def best_first_calls(group: str, name: str, rounds: int, environment: dict, kinds=("jit", "planned")) -> tuple:
+    """`rounds` fresh processes of each kind of first call (`jit`, `planned`, `always`), in turns: the
+    best of jit's seconds, then the best call of each other kind (its seconds and phases)."""
+    runs: dict[str, list[dict]] = {how: [] for how in kinds}
     for _ in range(rounds):
-        for how in ("jit", "planned"):
+        for how in kinds:
             runs[how].append(first_call_in_a_new_process(group, name, how, environment))
-    return min(r["seconds"] for r in runs["jit"]), min(runs["planned"], key=lambda r: r["seconds"])
+    return (min(r["seconds"] for r in runs["jit"]), *(min(runs[how], key=lambda r: r["seconds"]) for how in kinds[1:]))
+
+
+def choice(wanted: list[str] | None, rounds: int) -> None:
+    """The `--choice` table (module docstring)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "JAXALLOC_CACHE_DIR")}
+    print("| program | jit first s | plan's kernel first s | / jit | the smaller first s | / jit | / plan's kernel | "
+          "XLA's buffers s | ran |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    ratios: dict[str, list[float]] = {"always": [], "smaller": [], "cost": []}
+    for group in ("benchmark", "library"):
+        for name, _, _ in group_programs(group):
+            if wanted and not any(w.lower() in name.lower() for w in wanted):
+                continue
+            jit, always, smaller = best_first_calls(group, name, rounds, environment, ("jit", "always", "planned"))
+            ran = "XLA's buffers" if smaller["xla_buffers"] else ("the plan's kernel" if smaller["arena"] else "no arena")
+            label = name if group == "benchmark" else f"{name} (library)"
+            aside = smaller["phases"].get("XLA's buffers", 0.0)
+            ratios["always"].append(always["seconds"] / jit)
+            ratios["smaller"].append(smaller["seconds"] / jit)
+            ratios["cost"].append(smaller["seconds"] / always["seconds"])
+            print(f"| {label} | {jit:.2f} | {always['seconds']:.2f} | {always['seconds'] / jit:.2f} | "
+                  f"{smaller['seconds']:.2f} | {smaller['seconds'] / jit:.2f} | {ratios['cost'][-1]:.2f} | "
+                  f"{aside:.2f} | {ran} |", flush=True)
+    print(f"\nfirst call / jit's, geometric mean over {len(ratios['cost'])} programs (best of {rounds} fresh processes "
+          f"each): the plan's kernel {_geomean(ratios['always']):.2f}, the smaller {_geomean(ratios['smaller']):.2f}; "
+          f"the smaller / the plan's kernel {_geomean(ratios['cost']):.2f} (most {max(ratios['cost']):.2f})")
 
 
 def second_process(wanted: list[str] | None, rounds: int) -> None:
@@ -197,8 +234,9 @@ def main() -> None:
     parser.add_argument("--second-process", action="store_true",
                         help="a later process's first call, JAX's and jaxalloc's persistent caches warm")
     parser.add_argument("--deep", action="store_true", help="the first call of two 40-layer training steps")
-    parser.add_argument("--rounds", type=int, default=2, help="--second-process, --deep: fresh processes of each")
-    parser.add_argument("--child", choices=("jit", "planned"), help=argparse.SUPPRESS)
+    parser.add_argument("--choice", action="store_true", help="what choosing the kernel (arena=\"smaller\") costs a first call")
+    parser.add_argument("--rounds", type=int, default=2, help="--second-process, --deep, --choice: fresh processes of each")
+    parser.add_argument("--child", choices=("jit", "planned", "always"), help=argparse.SUPPRESS)
     parser.add_argument("--group", choices=GROUPS, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -210,6 +248,9 @@ def main() -> None:
         return
     if options.deep:
         deep(options.rounds)
+        return
+    if options.choice:
+        choice(wanted, options.rounds)
         return
     rows = []
     for name, fn, args in benchmark_programs():
