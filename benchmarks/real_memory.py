@@ -6,6 +6,8 @@ Per program of `programs.py`, `library_models.py` and the real-library corpus
   it (the figure to set beside XLA's `temp + output - alias`); a call's arena (`arena`, the plan
   `Planned.plan()` gives) leaves the outputs and the values of matrix products and convolutions to
   XLA's buffers, and so to the kernel's temp;
+- the kernel the call runs (`planned(f)` chooses the plan's or the module on XLA's own buffers,
+  whichever holds less);
 - the planned call by its parts, from `memory_analysis()` of its kernel (matmul fusion off): the
   arena, the kernel's own temp (where XLA computes what it cannot compute in place in the arena),
   the outputs it returns beside the arena, and what the function holds between calls; and whether
@@ -55,8 +57,10 @@ def planned_parts(fn, args) -> dict:
     compiled = planned(fn)
     compiled(*args)
     call = compiled.plan(*args).measure_call(dict(FUSION_OFF))
-    return {"arena": call.arena, "temp": call.kernel_temp, "outputs": call.outputs, "held": compiled.last_run.held_bytes,
-            "total": call.total, "largest op": largest_op_bytes(compiled.lower(*args))}
+    run = compiled.last_run
+    runs = "XLA's buffers" if run.xla_buffers else ("plan's kernel" if run.arena_bytes else "no arena")
+    return {"arena": call.arena, "temp": call.kernel_temp, "outputs": call.outputs, "held": run.held_bytes,
+            "total": call.total, "largest op": largest_op_bytes(compiled.lower(*args)), "runs": runs}
 
 
 def _resident() -> int:
@@ -115,7 +119,7 @@ def main() -> None:
     if options.programs:
         wanted = options.programs.lower().split(",")
         chosen = [(i, p) for i, p in chosen if any(w in p[0].lower() for w in wanted)]
-    header = ["program", "plan", "arena", "kernel temp", "outputs", "held between calls", "planned call",
+    header = ["program", "plan", "runs", "arena", "kernel temp", "outputs", "held between calls", "planned call",
               "largest op", "within plan + largest op", "jit call", "planned / jit"]
     if not options.no_resident:
         header += ["resident: planned", "resident: jit", "planned / jit (resident)"]
@@ -129,7 +133,7 @@ def main() -> None:
         jit = XlaComparison.xla_bytes(xla_memory(fn, args, fusion=False))
         ratios.append(parts["total"] / jit)
         within = parts["total"] <= plan.arena_bytes + parts["largest op"]
-        cells = [name, format_size(plan.arena_bytes), *(format_size(parts[k]) for k in ("arena", "temp", "outputs", "held")),
+        cells = [name, format_size(plan.arena_bytes), parts["runs"], *(format_size(parts[k]) for k in ("arena", "temp", "outputs", "held")),
                  format_size(parts["total"]), format_size(parts["largest op"]), "yes" if within else "**no**",
                  format_size(jit), f"{parts['total'] / jit:.2f}"]
         if not options.no_resident:
@@ -143,7 +147,9 @@ def main() -> None:
         means += ["", "", _geometric_mean(resident_ratios)]
     print("| " + " | ".join(means) + " |")
     print(
-        "\n`plan`: the arena of `Planned.plan(include_outputs=True)`, every value and the outputs planned in it. The planned call's parts: `arena` "
+        "\n`plan`: the arena of `Planned.plan(include_outputs=True)`, every value and the outputs planned in it. `runs`: the "
+        "kernel the call chose (`planned(f)`, `arena=\"smaller\"`): the plan's, the module on XLA's own buffers (where the plan's "
+        "kernel would hold more), or, for a plan that places nothing, the module's ops (no arena). The planned call's parts: `arena` "
         "(made by the kernel each call, the values of matrix products and convolutions left to XLA's buffers), `kernel temp` (`memory_analysis()` of the kernel "
         "but the arena, matmul fusion off), `outputs` (the "
         "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum, `within plan + "
