@@ -20,6 +20,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
+from jax import lax
 
 import jaxalloc
 from jaxalloc import planned_call
@@ -85,6 +86,39 @@ def test_grad_of_a_planned_function_is_jax_s():
     for mode in ("compiled", "arena", "checked", "eager"):
         assert_same(jax.grad(jaxalloc.planned(f, mode=mode))(x), jax.grad(f)(x))
         assert_same(jax.jvp(jaxalloc.planned(f, mode=mode), (x,), (jnp.ones(4),)), jax.jvp(f, (x,), (jnp.ones(4),)))
+
+
+def _cumsum_loss(w, x):
+    return jnp.sum(jnp.cumsum(jnp.tanh(x @ w), axis=0) ** 2)
+
+
+def _scan_loss(w, x):
+    def cell(h, xt):
+        h = jnp.tanh(h @ w + xt)
+        return h, h
+
+    return jnp.sum(lax.scan(cell, jnp.zeros((8, 64)), x.reshape(8, 8, 64))[1] ** 2)
+
+
+@pytest.mark.parametrize("loss, on_xla", [(_cumsum_loss, False), (_scan_loss, True)], ids=["the arena", "XLA's buffers"])
+def test_each_derived_program_runs_the_kernel_that_holds_less(loss, on_xla):
+    """Each program `jax.grad` derives chooses its kernel as a plain call does (`arena="smaller"`):
+    the gradient is jax's, each program's run reports its choice, and `arena="always"` runs every
+    program's plan in its arena. The backward program of the cumulative sum holds less in its
+    arena, the scan's programs on XLA's buffers."""
+    w, x = jnp.full((64, 64), 0.01), jnp.ones((64, 64))
+    chosen = {}
+    for arena in ("smaller", "always"):
+        grad = jax.grad(jaxalloc.planned(loss, arena=arena))
+        assert_same(grad(w, x), jax.grad(loss)(w, x))
+        runners = planned_call.programs(jax.make_jaxpr(grad)(w, x).jaxpr)
+        assert runners and all(r.planned.last_run is not None for r in runners)
+        chosen[arena] = {r.name: (r.planned.last_run.xla_buffers, r.planned.last_run.arena_bytes) for r in runners}
+    assert not any(on_xla for on_xla, _ in chosen["always"].values())
+    assert any(arena > 0 for _, arena in chosen["always"].values()), "a program with an arena to choose against"
+    for name, (xla_buffers, arena) in chosen["smaller"].items():
+        assert arena == (0 if xla_buffers else chosen["always"][name][1])
+    assert chosen["smaller"][f"{loss.__name__}_lin_bwd"][0] == on_xla
 
 
 def test_make_jaxpr_shows_one_planned_call_with_its_arena():
