@@ -177,7 +177,7 @@ def _alarm(signum, frame):
 def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = (), transform: str | None = None) -> dict:
     """One seed's outcome: its features, failure class (None if it passed) and a line about it. With
     `transform`, the program is checked under that JAX transformation (`jaxalloc/testing/transformations.py`)."""
-    from jaxalloc.testing.differential import check_random_program
+    from jaxalloc.testing.differential import SMALL_VALUES_PLACED, check_random_program
     from jaxalloc.testing.random_programs import random_program
     from jaxalloc.testing.transformations import check_transformed
 
@@ -194,7 +194,7 @@ def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = (),
         signal.alarm(timeout)
     try:
         if transform:
-            check_transformed(program.fn, program.args, transform, mode, passes)
+            check_transformed(program.fn, program.args, transform, mode, passes, plan=SMALL_VALUES_PLACED)
             planned = None
         else:
             planned = check_random_program(program, mode, passes)

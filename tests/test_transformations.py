@@ -25,10 +25,12 @@ from jax import lax
 import jaxalloc
 from jaxalloc import planned_call
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
-from jaxalloc.testing.differential import THOROUGH, assert_same
+from jaxalloc.testing.differential import SMALL_VALUES_PLACED, THOROUGH, assert_same
 from jaxalloc.testing.library import PROGRAMS as LIBRARY
 from jaxalloc.testing.random_programs import random_program
-from jaxalloc.testing.transformations import DERIVATIVES, TRANSFORMATIONS, check_transformed, differentiable
+from jaxalloc.testing.transformations import (
+    DERIVATIVES, TRANSFORMATIONS, check_transformed, differentiable, every_program_running,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -183,10 +185,28 @@ RANDOM_SEEDS = range(8)
 """Random programs checked here under transformations; `benchmarks/soak.py --transform NAME` runs many more."""
 
 
+def test_random_programs_under_a_transformation_run_their_small_values_in_the_arena():
+    """Every value of a random program is small: with the kernel's own plan, no program a
+    transformation derives from one would have an arena to check. Their runners plan them with the
+    small values placed (`every_program_running`), as the random programs themselves run."""
+    derived = []
+    for seed in RANDOM_SEEDS:
+        program = random_program(seed)
+        if not differentiable(program.args):
+            continue
+        with every_program_running(SMALL_VALUES_PLACED):
+            grad = TRANSFORMATIONS["grad"]
+            planned = jaxalloc.planned(program.fn, arena="always")
+            grad(planned, program.args)
+            jaxpr = jax.make_jaxpr(lambda a: grad(planned, a))(program.args).jaxpr
+            derived += [runner.plan.arena_bytes for runner in planned_call.programs(jaxpr)]
+    assert len(derived) >= 10 and sum(arena > 0 for arena in derived) >= len(derived) // 2
+
+
 @pytest.mark.parametrize("transformation", ["grad", "jvp", "jit", "vmap", "scan"])
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
 def test_a_transformed_random_program_equals_the_transformed_jit(seed, transformation):
     program = random_program(seed)
     if transformation in DERIVATIVES and not differentiable(program.args):
         pytest.skip("no floating-point argument to differentiate by")
-    check_transformed(program.fn, program.args, transformation, "compiled")
+    check_transformed(program.fn, program.args, transformation, "compiled", plan=SMALL_VALUES_PLACED)

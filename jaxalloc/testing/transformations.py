@@ -8,8 +8,9 @@ copies of the arguments, the second one's floats scaled.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -18,7 +19,7 @@ from jax import lax
 
 import jaxalloc
 from jaxalloc import planned_call
-from jaxalloc.api import DEFAULT_PASSES
+from jaxalloc.api import DEFAULT_PASSES, ModeRunner, PlanOptions
 from jaxalloc.testing.differential import assert_same, mismatches, program_tolerance
 
 
@@ -126,13 +127,32 @@ GRADIENT_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 """Derivatives go through other fusions than `jax.jit`'s: float32 sums in another order."""
 
 
-def check_transformed(fn: Callable, args, transformation: str, mode: str, passes=DEFAULT_PASSES) -> None:
+@contextlib.contextmanager
+def every_program_running(plan: PlanOptions | None) -> Iterator[None]:
+    """Every runner's plan `plan` for the duration (None: each mode's own): the programs a
+    transformation derives are planned by runners of their own, which no argument reaches."""
+    saved = ModeRunner.plan_options
+    ModeRunner.plan_options = saved if plan is None else plan
+    try:
+        yield
+    finally:
+        ModeRunner.plan_options = saved
+
+
+def check_transformed(fn: Callable, args, transformation: str, mode: str, passes=DEFAULT_PASSES,
+                      plan: PlanOptions | None = None) -> None:
     """`transformation` of `planned(fn)` against the same of `jax.jit(fn)`: equal within the
     program's tolerance, or else to the same transformation run op by op (`jax.disable_jit()`,
     where jit's fusions are the ones off), or both raising the same error where JAX cannot
     transform it; every
-    program it planned accepted by the static checker with no copy, none of its runs copying a
-    byte; and the plain planned call still equal to `jax.jit`'s afterwards."""
+    program it planned (each running `plan`, by default its mode's own) accepted by the static
+    checker with no copy, none of its runs copying a byte; and the plain planned call still equal
+    to `jax.jit`'s afterwards."""
+    with every_program_running(plan):
+        _check_transformed(fn, args, transformation, mode, passes)
+
+
+def _check_transformed(fn: Callable, args, transformation: str, mode: str, passes) -> None:
     apply = TRANSFORMATIONS[transformation]
     planned = jaxalloc.planned(fn, mode=mode, passes=passes, arena="always")
     try:
