@@ -28,7 +28,8 @@ tables of all the chunks in the files. `--mode checked` is the sanitizer mode, w
 `jx-dce,jx-canonicalize,jx-fuse,jx-schedule`; `--passes ''` plans each program as generated, dead
 code and all). `--transform grad` (or any name of `jaxalloc/testing/transformations.py`) checks each program
 under that JAX transformation against the same of `jax.jit` (`check_transformed`): every program
-the transformation derives planned, checked and run. Workers share JAX's persistent
+the transformation derives planned (its small values in the arena), checked and run; a program
+counts as run with an arena where one it derives has one. Workers share JAX's persistent
 compilation cache (`--compilation-cache`): the programs are made of the same few small kernels.
 """
 
@@ -194,8 +195,8 @@ def check_seed(seed: int, mode: str, timeout: int, passes: tuple[str, ...] = (),
         signal.alarm(timeout)
     try:
         if transform:
-            check_transformed(program.fn, program.args, transform, mode, passes, plan=SMALL_VALUES_PLACED)
-            planned = None
+            derived = check_transformed(program.fn, program.args, transform, mode, passes, plan=SMALL_VALUES_PLACED)
+            planned, outcome["arena"] = None, max(derived, default=0)
         else:
             planned = check_random_program(program, mode, passes)
             outcome["arena"] = planned.last_run.arena_bytes

@@ -140,19 +140,20 @@ def every_program_running(plan: PlanOptions | None) -> Iterator[None]:
 
 
 def check_transformed(fn: Callable, args, transformation: str, mode: str, passes=DEFAULT_PASSES,
-                      plan: PlanOptions | None = None) -> None:
+                      plan: PlanOptions | None = None) -> tuple[int, ...]:
     """`transformation` of `planned(fn)` against the same of `jax.jit(fn)`: equal within the
     program's tolerance, or else to the same transformation run op by op (`jax.disable_jit()`,
     where jit's fusions are the ones off), or both raising the same error where JAX cannot
     transform it; every
     program it planned (each running `plan`, by default its mode's own) accepted by the static
     checker with no copy, none of its runs copying a byte; and the plain planned call still equal
-    to `jax.jit`'s afterwards."""
+    to `jax.jit`'s afterwards. Returns the arena bytes of each program it planned (none where JAX
+    cannot transform `fn`)."""
     with every_program_running(plan):
-        _check_transformed(fn, args, transformation, mode, passes)
+        return _check_transformed(fn, args, transformation, mode, passes)
 
 
-def _check_transformed(fn: Callable, args, transformation: str, mode: str, passes) -> None:
+def _check_transformed(fn: Callable, args, transformation: str, mode: str, passes) -> tuple[int, ...]:
     apply = TRANSFORMATIONS[transformation]
     planned = jaxalloc.planned(fn, mode=mode, passes=passes, arena="always")
     try:
@@ -160,7 +161,7 @@ def _check_transformed(fn: Callable, args, transformation: str, mode: str, passe
     except Exception as e:  # JAX itself cannot: reverse mode through a while_loop, forward mode of a custom_vjp
         with pytest.raises(type(e), match=re.escape(str(e).splitlines()[0])):
             apply(planned, args)
-        return
+        return ()
     got = apply(planned, args)
     tolerance = program_tolerance(planned.trace(*args))
     if transformation in DERIVATIVES:
@@ -170,8 +171,10 @@ def _check_transformed(fn: Callable, args, transformation: str, mode: str, passe
             op_by_op = apply(fn, args)
         assert_same(got, op_by_op, tolerance)
 
-    for runner in planned_call.programs(jax.make_jaxpr(lambda a: apply(planned, a))(args).jaxpr):
+    runners = planned_call.programs(jax.make_jaxpr(lambda a: apply(planned, a))(args).jaxpr)
+    for runner in runners:
         assert runner.plan.check().copies == (), f"{runner.name}: the checker finds copies"
         if runner.planned.last_run is not None:
             assert runner.planned.last_run.copied_bytes == 0, f"{runner.name}: its run copied bytes"
     assert_same(planned(*args), jax.jit(fn)(*args), tolerance)
+    return tuple(runner.plan.arena_bytes for runner in runners)
