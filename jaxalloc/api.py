@@ -533,14 +533,18 @@ class CompiledRunner(ModeRunner):
         variant = self._variant(False)
         kernel = traced.kernels.get(variant)
         if kernel is None or kernel.kernel is None:
-            kernel = self._built(traced, self.plan(traced), variant, store=False)
-            if self.options.arena == "smaller":
-                kernel = kernel.smaller(flat_args)
-            else:
-                kernel.compile(flat_args)
+            kernel = self._compiled(self._built(traced, self.plan(traced), variant, store=False), flat_args)
         temp, aliased = kernel.memory_of(kernel.traced(flat_args).lower().compile(compiler_options=compiler_options))
         outputs = sum(math.prod(a.shape) * a.dtype.itemsize for a in traced.closed_jaxpr.out_avals)
         return CallMemory(kernel.arena_bytes, temp, outputs, aliased, kernel.xla_buffers)
+
+    def _compiled(self, kernel: CompiledRun, flat_args, aside=contextlib.nullcontext) -> CompiledRun:
+        """The plan's kernel compiled, or, with `arena="smaller"`, the module on XLA's own buffers where
+        a call of that holds less (`CompiledRun.smaller`, `aside` timing what that costs)."""
+        if self.options.arena == "smaller":
+            return kernel.smaller(flat_args, aside)
+        kernel.compile(flat_args)
+        return kernel
 
     def cache_key(self, traced: _Traced, variant) -> str | None:
         """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is
@@ -595,8 +599,7 @@ class CompiledRunner(ModeRunner):
                 if kernel.loaded:
                     kernel, ran = self._call_loaded(traced, variant, kernel, flat_args)
                 else:
-                    if self.options.arena == "smaller":
-                        kernel = traced.kernels[variant] = kernel.smaller(flat_args, lambda: traced.phases.timed("XLA's buffers"))
+                    kernel = traced.kernels[variant] = self._compiled(kernel, flat_args, lambda: traced.phases.timed("XLA's buffers"))
                     ran = kernel(flat_args)
             if kernel.stored is not None and not kernel.loaded:
                 with traced.phases.timed("cache store"):
@@ -1067,10 +1070,11 @@ def planned(
 
     `mode` (a `ModeRunner`): `"compiled"` (the default) runs the plan as one jitted kernel, every
     value at its planned offset, its arena a temporary of the call (`keep_arena=True`: kept between
-    calls, donated to each). Without `keep_arena`, a compiled call runs the plan's kernel where it holds no more than the
-    module on XLA's own buffers would (both by XLA's `memory_analysis()`, compiled side by side at the
-    first call), else the module on XLA's buffers, with no arena (`last_run.xla_buffers`);
-    `arena="always"` runs the plan's kernel regardless. `"arena"` runs the same plan op by op from Python, for debugging;
+    calls, donated to each). Without `keep_arena`, a compiled call runs the plan's kernel where it
+    holds no more than the module on XLA's own buffers would (both by XLA's `memory_analysis()`,
+    compiled side by side at the first call), else that module, with no arena
+    (`last_run.xla_buffers`); `arena="always"` runs the plan's kernel regardless. `"arena"` runs
+    the same plan op by op from Python, for debugging;
     `"checked"` runs it op by op with shadow memory, raising `jaxalloc.PlanViolation` where a read
     finds another value's bytes; `"eager"` runs on plain jax arrays. `allocator` places the buffers,
     every offset a multiple of `alignment` bytes. `passes` are the jx passes run, in order, before

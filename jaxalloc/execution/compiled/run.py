@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import re
-from concurrent.futures import ThreadPoolExecutor
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
