@@ -59,8 +59,10 @@ def planned_parts(fn, args) -> dict:
     call = compiled.plan(*args).measure_call(dict(FUSION_OFF))
     run = compiled.last_run
     runs = "XLA's buffers" if run.xla_buffers else ("plan's kernel" if run.arena_bytes else "no arena")
+    always = planned(fn, arena="always").plan(*args).measure_call(dict(FUSION_OFF)).total
     return {"arena": call.arena, "temp": call.kernel_temp, "outputs": call.outputs, "held": run.held_bytes,
-            "total": call.total, "largest op": largest_op_bytes(compiled.lower(*args)), "runs": runs}
+            "total": call.total, "largest op": largest_op_bytes(compiled.lower(*args)), "runs": runs,
+            "plan's kernel": always}
 
 
 def _resident() -> int:
@@ -120,29 +122,31 @@ def main() -> None:
         wanted = options.programs.lower().split(",")
         chosen = [(i, p) for i, p in chosen if any(w in p[0].lower() for w in wanted)]
     header = ["program", "plan", "runs", "arena", "kernel temp", "outputs", "held between calls", "planned call",
-              "largest op", "within plan + largest op", "jit call", "planned / jit"]
+              "largest op", "within plan + largest op", "jit call", "planned / jit", "plan's kernel / jit"]
     if not options.no_resident:
         header += ["resident: planned", "resident: jit", "planned / jit (resident)"]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")
-    ratios, resident_ratios = [], []
+    ratios, kernel_ratios, resident_ratios = [], [], []
     began = time.perf_counter()
     for index, (name, fn, args) in chosen:
         plan = planned(fn).plan(*args, include_outputs=True)
         parts = planned_parts(fn, args)
         jit = XlaComparison.xla_bytes(xla_memory(fn, args, fusion=False))
         ratios.append(parts["total"] / jit)
+        kernel = parts["plan's kernel"]
+        kernel_ratios.append(kernel / jit)
         within = parts["total"] <= plan.arena_bytes + parts["largest op"]
         cells = [name, format_size(plan.arena_bytes), parts["runs"], *(format_size(parts[k]) for k in ("arena", "temp", "outputs", "held")),
                  format_size(parts["total"]), format_size(parts["largest op"]), "yes" if within else "**no**",
-                 format_size(jit), f"{parts['total'] / jit:.2f}"]
+                 format_size(jit), f"{parts['total'] / jit:.2f}", f"{kernel / jit:.2f}"]
         if not options.no_resident:
             ours, theirs = _in_own_process("planned", index), _in_own_process("jit", index)
             if theirs:
                 resident_ratios.append(ours / theirs)
             cells += [format_size(ours), format_size(theirs), f"{ours / theirs:.2f}" if theirs else "n/a"]
         print("| " + " | ".join(cells) + " |", flush=True)
-    means = ["geometric mean", *[""] * 9, _geometric_mean(ratios)]
+    means = ["geometric mean", *[""] * (header.index("planned / jit") - 1), _geometric_mean(ratios), _geometric_mean(kernel_ratios)]
     if not options.no_resident:
         means += ["", "", _geometric_mean(resident_ratios)]
     print("| " + " | ".join(means) + " |")
@@ -154,7 +158,7 @@ def main() -> None:
         "but the arena, matmul fusion off), `outputs` (the "
         "arrays returned beside the arena), `held between calls` (a kept arena); `planned call` is their sum, `within plan + "
         "largest op` whether it is at most `plan` and the largest single op's operands and results (`largest op`, of the "
-        "ops as traced). `jit "
+        "ops as traced). `plan's kernel / jit`: what a call of the plan's kernel (`arena=\"always\"`) would hold. `jit "
         "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "
         f"set grew during a warm call, the median of {CALLS}, each kind in a process of its own."
     )
