@@ -106,6 +106,9 @@ class CompiledRun:
         """The kernel's status (`_status_of`) where no op of it can change it (`interpret`): what every
         call finds, with nothing read back."""
         self._memory: tuple[int, int] | None = None
+        self._executable = None
+        """The executable compiled to choose the kernel (`smaller`), kept for `memory`: reading its HLO
+        costs a first call that never asks for it (0.09 s of the transformer (scan) training step's)."""
         self.stored: StoredKernel | None = None
         """The kernel as a later process can load it (`store`), where it can (`StoredKernel.storable`)."""
         self.loaded = False
@@ -256,7 +259,7 @@ class CompiledRun:
             mine = self.executable(args)
             with aside():
                 theirs = compiling.result()
-        self._memory, xla._memory = self.memory_of(mine), xla.memory_of(theirs)
+        self._executable, xla._executable = mine, theirs
         return xla if held_bytes(theirs) < held_bytes(mine) else self
 
     def __call__(self, args: Sequence[Any]) -> tuple[tuple, int, bool]:
@@ -341,10 +344,11 @@ class CompiledRun:
         return self.traced(args).lower().compile()
 
     def memory(self, args: Sequence[Any]) -> tuple[int, int]:
-        """`memory_of` the kernel's executable for `args` (compiled again to be read, once: a kernel is
-        built for one signature)."""
+        """`memory_of` the kernel's executable for `args`: the one compiled to choose it, or compiled
+        again to be read, once (a kernel is built for one signature)."""
         if self._memory is None:
-            self._memory = self.memory_of(self.executable(args))
+            executable = self.executable(args) if self._executable is None else self._executable
+            self._memory = self.memory_of(executable)
         return self._memory
 
     def memory_of(self, executable) -> tuple[int, int]:
