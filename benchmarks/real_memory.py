@@ -59,7 +59,8 @@ def planned_parts(fn, args) -> dict:
     call = compiled.plan(*args).measure_call(dict(FUSION_OFF))
     run = compiled.last_run
     runs = "XLA's buffers" if run.xla_buffers else ("plan's kernel" if run.arena_bytes else "no arena")
-    always = planned(fn, arena="always").plan(*args).measure_call(dict(FUSION_OFF)).total
+    # the plan's kernel is the call's own unless the call chose XLA's buffers
+    always = planned(fn, arena="always").plan(*args).measure_call(dict(FUSION_OFF)).total if run.xla_buffers else call.total
     return {"arena": call.arena, "temp": call.kernel_temp, "outputs": call.outputs, "held": run.held_bytes,
             "total": call.total, "largest op": largest_op_bytes(compiled.lower(*args)), "runs": runs,
             "plan's kernel": always}
