@@ -7,10 +7,10 @@ from __future__ import annotations
 import gc
 import itertools
 import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from jax import lax
 
@@ -27,6 +27,7 @@ from jaxalloc.execution.compiled.run import held_bytes
 from jaxalloc.frontend import convert
 from jaxalloc.frontend.types import byte_size
 from jaxalloc.testing.corpus import PROGRAMS as CORPUS
+from jaxalloc.targets import load_module
 from jaxalloc.testing.differential import SMALL_VALUES_PLACED, assert_same, check_program, check_random_program
 from jaxalloc.testing.random_programs import random_program
 from test_corpus import _jaxpr_primitives
@@ -872,37 +873,23 @@ def test_a_compiled_call_reports_its_arena_and_copies():
     assert run.arena_bytes == jaxalloc.plans(planned, *STEP_ARGS)["_step"].arena_bytes > 0
 
 
-def _attention_blocks(x, blocks):
-    """Pre-norm blocks of 4-head attention and a GELU MLP: with two blocks the plan's arena kernel
-    holds less than the module on XLA's own buffers, with one more."""
-    def norm(h):
-        h = h - h.mean(-1, keepdims=True)
-        return h / jnp.sqrt((h * h).mean(-1, keepdims=True) + 1e-5)
-
-    t, d = x.shape
-    for wq, wk, wv, w1, w2 in blocks:
-        q, k, v = (jnp.reshape(norm(x) @ w, (t, 4, d // 4)).transpose(1, 0, 2) for w in (wq, wk, wv))
-        attention = jax.nn.softmax(q @ k.transpose(0, 2, 1) / 4.0, axis=-1) @ v
-        x = x + attention.transpose(1, 0, 2).reshape(t, d)
-        x = x + jax.nn.gelu(norm(x) @ w1) @ w2
-    return norm(x)
+MODELS = load_module(str(Path(__file__).resolve().parents[1] / "benchmarks" / "models.py"))
+"""The benchmarks' models: with two of its transformer layers of 64 tokens of 64 features, the plan's
+arena kernel holds less than the module on XLA's own buffers, with one more."""
 
 
-def _attention_args(blocks: int, d: int = 64):
-    keys = iter(jax.random.split(jax.random.key(0), 5 * blocks + 1))
-    shapes = ((d, d), (d, d), (d, d), (d, 4 * d), (4 * d, d))
-    weights = [tuple(jax.random.normal(next(keys), s) / np.sqrt(s[0]) for s in shapes) for _ in range(blocks)]
-    return jax.random.normal(next(keys), (64, d)), weights
+def _transformer_args(layers: int):
+    return MODELS.transformer_args(tokens=64, d=64, layers=layers)
 
 
-@pytest.mark.parametrize("blocks, on_xla", [(2, False), (1, True)], ids=["the arena holds less", "XLA's buffers hold less"])
-def test_a_call_runs_the_kernel_that_holds_less(blocks, on_xla):
+@pytest.mark.parametrize("layers, on_xla", [(2, False), (1, True)], ids=["the arena holds less", "XLA's buffers hold less"])
+def test_a_call_runs_the_kernel_that_holds_less(layers, on_xla):
     """`arena="smaller"` (the default): the first call compiles the plan's kernel and the module on
     XLA's own buffers, and runs the one whose call holds less by `memory_analysis()`, with jit's
     answers; `last_run` says which."""
-    args = _attention_args(blocks)
+    args = _transformer_args(layers)
     leaves = jax.tree_util.tree_leaves(args)
-    always = jaxalloc.planned(_attention_blocks, arena="always")
+    always = jaxalloc.planned(MODELS.transformer, arena="always")
     always(*args)
     arena_kernel = _kernel(always)
     xla = arena_kernel.on_xla_buffers()
@@ -910,10 +897,10 @@ def test_a_call_runs_the_kernel_that_holds_less(blocks, on_xla):
     held = {False: held_bytes(arena_kernel.executable(leaves)), True: held_bytes(xla.executable(leaves))}
     assert held[on_xla] < held[not on_xla]
 
-    chosen = jaxalloc.planned(_attention_blocks, measure_memory=True)
+    chosen = jaxalloc.planned(MODELS.transformer, measure_memory=True)
     assert _backend_compiles(lambda: chosen(*args)) == 2  # each kernel once: the one run is not compiled again
     assert "XLA's buffers" in chosen.last_run.phases
-    assert_same(chosen(*args), jax.jit(_attention_blocks)(*args))
+    assert_same(chosen(*args), jax.jit(MODELS.transformer)(*args))
     run, kernel = chosen.last_run, _kernel(chosen)
     assert run.xla_buffers == kernel.xla_buffers == on_xla and run.copied_bytes == 0
     assert run.arena_bytes == (0 if on_xla else arena_kernel.arena_bytes) and arena_kernel.arena_bytes > 0
@@ -935,9 +922,9 @@ def test_a_call_under_disable_jit_runs(arena):
 
 def test_keep_arena_runs_the_plans_kernel():
     """A kept arena is the plan's: no choice is made (the module on XLA's buffers would keep none)."""
-    args = _attention_args(1)
-    kept = jaxalloc.planned(_attention_blocks, keep_arena=True)
-    assert_same(kept(*args), jax.jit(_attention_blocks)(*args))
+    args = _transformer_args(1)
+    kept = jaxalloc.planned(MODELS.transformer, keep_arena=True)
+    assert_same(kept(*args), jax.jit(MODELS.transformer)(*args))
     assert not kept.last_run.xla_buffers and kept.last_run.held_bytes == kept.last_run.arena_bytes > 0
 
 
