@@ -549,9 +549,9 @@ class CompiledRunner(ModeRunner):
     def cache_key(self, traced: _Traced, variant) -> str | None:
         """The kernel's key in the persistent kernel cache (`jaxalloc.config`), None where the cache is
         off or the kernel is not one to keep: one inline in an enclosing computation, one of a function
-        that closes over an enclosing trace's values or has effects, or any under `jax.disable_jit()`."""
+        that closes over an enclosing trace's values or has effects."""
         if variant not in traced.cache_keys:
-            keep = cache.cache_dir() is not None and not variant[1] and not traced.closed_over and not jax.config.jax_disable_jit
+            keep = cache.cache_dir() is not None and not variant[1] and not traced.closed_over
             options = {"mode": self.mode, "allocator": self.options.allocator, "alignment": self.options.alignment,
                        "passes": self.options.passes, "keep_arena": variant[2], "arena": self.options.arena,
                        "donated": traced.donated,

@@ -102,6 +102,17 @@ def test_a_kernel_from_the_cache_skips_planning_and_gives_jits_outputs(cache_dir
     assert entries(cache_dir) == [entry]
 
 
+def test_a_kernel_made_under_disable_jit_is_stored_and_loaded(cache_dir):
+    """Under `jax.disable_jit()` a planned call runs its kernel, so the cache keeps it as any other."""
+    with jax.disable_jit():
+        jaxalloc.planned(rnn)(*rnn_args())
+        (entry,) = entries(cache_dir)
+        again = jaxalloc.planned(rnn)
+        assert_same(again(*rnn_args()), jax.jit(rnn)(*rnn_args()))
+    assert "cache load" in again.last_run.phases and not PLANNING & set(again.last_run.phases)
+    assert entries(cache_dir) == [entry]
+
+
 @pytest.mark.parametrize("keep_arena", [False, True])
 def test_a_kernel_from_the_cache_is_called_as_it_was_built(cache_dir, keep_arena):
     """The stored module makes its arena as the kernel does (no arena taken or handed back), or, with
