@@ -13,10 +13,11 @@ Per program of `programs.py`, `library_models.py` and the real-library corpus
   the outputs it returns beside the arena, and what the function holds between calls; and whether
   the call holds at most the plan's figure and the largest single op's operands and results;
 - jit's call: `temp + output - alias` of `memory_analysis()` (matmul fusion off);
-- by resident memory: how much the process's resident set grew during a warm call (the median of
-  `CALLS`), planned and jitted, each in a process of its own (`--no-resident` skips it), with
-  glibc's mmap threshold fixed and its free memory handed back before each call, so that every
-  buffer a call takes shows.
+- by resident memory: how much the process's resident set peaked above its size before a warm call
+  (the median of `CALLS`; Linux's exact peak mark, `VmHWM`, reset before each), planned and
+  jitted, each in a process of its own (`--no-resident` skips it), with glibc's mmap threshold fixed,
+  one heap for every thread and its free memory handed back before each call, so that every buffer a
+  call takes shows and no thread's heap adds its own.
 
     python benchmarks/real_memory.py [--programs mlp,cnn] [--no-resident]
 """
@@ -30,7 +31,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import jax
@@ -66,14 +66,18 @@ def planned_parts(fn, args) -> dict:
             "plan's kernel": always}
 
 
-def _resident() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _status_bytes(field: str) -> int:
+    """A size from `/proc/self/status` (`VmRSS`, the resident set now; `VmHWM`, its peak)."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith(field + ":"))
+    return int(line.split()[1]) * 1024
 
 
 def resident_growth(kind: str, index: int) -> int:
-    """The median over `CALLS` warm calls (in this process) of how much the resident set grew during
-    the call above its size before it, glibc's free memory handed back to the system before each."""
+    """The median over `CALLS` warm calls (in this process) of how much the resident set's peak
+    during the call rose above its size before it: glibc's free memory handed back to the system
+    and Linux's peak mark reset (`/proc/self/clear_refs`) before each, so that the peak is
+    exact, not sampled."""
     name, fn, args = _all_programs()[index]
     run = jax.jit(fn) if kind == "jit" else planned(fn)
     jax.block_until_ready(run(*args))
@@ -82,25 +86,18 @@ def resident_growth(kind: str, index: int) -> int:
     growths = []
     for _ in range(CALLS):
         libc.malloc_trim(0)
-        before, peak, done = _resident(), [0], threading.Event()
-
-        def sample():
-            while not done.is_set():
-                peak[0] = max(peak[0], _resident())
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")  # the peak resident set (VmHWM) set to the resident set now
+        before = _status_bytes("VmRSS")
         out = run(*args)
         jax.block_until_ready(out)
         del out
-        done.set()
-        sampler.join()
-        growths.append(max(0, peak[0] - before))
+        growths.append(max(0, _status_bytes("VmHWM") - before))
     return sorted(growths)[len(growths) // 2]
 
 
 def _in_own_process(kind: str, index: int) -> int:
-    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_ARENA_MAX="1")
     code = f"import real_memory, json; print(json.dumps(real_memory.resident_growth({kind!r}, {index})))"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.abspath(__file__)), timeout=900)
@@ -161,7 +158,7 @@ def main() -> None:
         "largest op` whether it is at most `plan` and the largest single op's operands and results (`largest op`, of the "
         "ops as traced). `plan's kernel / jit`: what a call of the plan's kernel (`arena=\"always\"`) would hold. `jit "
         "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "
-        f"set grew during a warm call, the median of {CALLS}, each kind in a process of its own."
+        f"set peaked above its size before a warm call (`VmHWM`), the median of {CALLS}, each kind in a process of its own."
     )
     print(f"\n({len(chosen)} programs in {time.perf_counter() - began:.0f} s)")
 
