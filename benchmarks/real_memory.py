@@ -46,6 +46,10 @@ from jaxalloc.xla.memory import XlaComparison, xla_memory
 CALLS = 15
 """Warm calls sampled for the resident memory of each run: their median growth is the figure."""
 
+RESOLVED = 256 * 1024
+"""The least jit call (`memory_analysis()`) whose resident growth is compared: the growth of a smaller
+one is a few 4 KiB pages and the noise of XLA's runtime (hundreds of KiB from call to call)."""
+
 
 def _all_programs() -> list:
     return programs() + library_programs_list() + [(p.name, p.fn, p.make_args()) for p in REAL_LIBRARY]
@@ -140,9 +144,10 @@ def main() -> None:
                  format_size(jit), f"{parts['total'] / jit:.2f}", f"{kernel / jit:.2f}"]
         if not options.no_resident:
             ours, theirs = _in_own_process("planned", index), _in_own_process("jit", index)
-            if theirs:
+            resolved = jit >= RESOLVED and theirs > 0
+            if resolved:
                 resident_ratios.append(ours / theirs)
-            cells += [format_size(ours), format_size(theirs), f"{ours / theirs:.2f}" if theirs else "n/a"]
+            cells += [format_size(ours), format_size(theirs), f"{ours / theirs:.2f}" if resolved else "n/a"]
         print("| " + " | ".join(cells) + " |", flush=True)
     means = ["geometric mean", *[""] * (header.index("planned / jit") - 1), _geometric_mean(ratios), _geometric_mean(kernel_ratios)]
     if not options.no_resident:
@@ -158,7 +163,8 @@ def main() -> None:
         "largest op` whether it is at most `plan` and the largest single op's operands and results (`largest op`, of the "
         "ops as traced). `plan's kernel / jit`: what a call of the plan's kernel (`arena=\"always\"`) would hold. `jit "
         "call`: `temp + output - alias` of `jax.jit` (matmul fusion off). `resident`: how much the process's resident "
-        f"set peaked above its size before a warm call (`VmHWM`), the median of {CALLS}, each kind in a process of its own."
+        f"set peaked above its size before a warm call (`VmHWM`), the median of {CALLS}, each kind in a process of its own; "
+        f"compared where jit's call holds at least {format_size(RESOLVED)}."
     )
     print(f"\n({len(chosen)} programs in {time.perf_counter() - began:.0f} s)")
 
