@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from programs import ALIGNMENT, programs
+from programs import ALIGNMENT, named, programs
 
 from jaxalloc import planned
 from jaxalloc.dialects import jx
@@ -105,9 +105,7 @@ def main() -> None:
         chosen = [(p.name, p.fn, p.make_args()) for p in PROGRAMS]
     else:
         chosen = programs()
-    if options.programs:
-        wanted = options.programs.lower().split(",")
-        chosen = [p for p in chosen if any(w in p[0].lower() for w in wanted)]
+    chosen = [p for p in chosen if named(p[0], options.programs)]
     began = time.perf_counter()
     results = [(name, measure_all(fn, args)) for name, fn, args in chosen]
     if options.corpus:  # only the programs the pass changes, then the totals

@@ -18,7 +18,7 @@ import math
 import time
 
 import jax
-from programs import FUSION_OFF
+from programs import FUSION_OFF, named
 from real_memory import _all_programs, _geometric_mean
 
 from jaxalloc import planned
@@ -45,10 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", help="comma-separated substrings of program names (default: all)")
     options = parser.parse_args()
-    chosen = _all_programs()
-    if options.programs:
-        wanted = options.programs.lower().split(",")
-        chosen = [p for p in chosen if any(w in p[0].lower() for w in wanted)]
+    chosen = [p for p in _all_programs() if named(p[0], options.programs)]
     header = ["program", *PLACEMENTS, "plan, outputs apart"]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|")

@@ -104,6 +104,11 @@ LEGEND = (
 )
 
 
+def named(name: str, wanted: str | None) -> bool:
+    """Whether `--programs` (comma-separated substrings of program names, None for all) names `name`."""
+    return wanted is None or any(w in name.lower() for w in wanted.lower().split(","))
+
+
 def chosen_programs(description: str, allocators=DEFAULT_ALLOCATORS, more: Callable[[], list] | None = None) -> tuple[list, list[str]]:
     """The programs and allocators named by `--programs` and `--allocators` on the command line; `more`
     builds programs to add after `programs()`."""
@@ -115,10 +120,7 @@ def chosen_programs(description: str, allocators=DEFAULT_ALLOCATORS, more: Calla
     unknown = [a for a in allocators if a not in ALLOCATORS]
     if unknown:
         parser.error(f"unknown allocator {unknown[0]!r}; known: {', '.join(ALLOCATORS)}")
-    chosen = programs() + (more() if more is not None else [])
-    if options.programs:
-        wanted = options.programs.lower().split(",")
-        chosen = [p for p in chosen if any(w in p[0].lower() for w in wanted)]
+    chosen = [p for p in programs() + (more() if more is not None else []) if named(p[0], options.programs)]
     return chosen, allocators
 
 

@@ -35,7 +35,7 @@ import time
 
 import jax
 from library_models import library_programs_list
-from programs import FUSION_OFF, programs
+from programs import FUSION_OFF, named, programs
 from speed import largest_op_bytes
 
 from jaxalloc import planned
@@ -119,10 +119,7 @@ def main() -> None:
     parser.add_argument("--programs", help="comma-separated substrings of program names (default: all)")
     parser.add_argument("--no-resident", action="store_true", help="skip the resident memory columns")
     options = parser.parse_args()
-    chosen = list(enumerate(_all_programs()))
-    if options.programs:
-        wanted = options.programs.lower().split(",")
-        chosen = [(i, p) for i, p in chosen if any(w in p[0].lower() for w in wanted)]
+    chosen = [(i, p) for i, p in enumerate(_all_programs()) if named(p[0], options.programs)]
     header = ["program", "plan", "runs", "arena", "kernel temp", "outputs", "held between calls", "planned call",
               "largest op", "within plan + largest op", "jit call", "planned / jit", "plan's kernel / jit"]
     if not options.no_resident:
